@@ -1,0 +1,125 @@
+//! Property 3: no write of attempt `a` is accepted after an attempt `> a` was
+//! granted for that key, and every takeover grants a strictly larger attempt
+//! (otherwise two holders share one fencing token).
+
+use super::{Property, Violation};
+use crate::history::{Event, History};
+use crate::ids::{Attempt, Scope};
+use std::collections::BTreeMap;
+
+pub(super) fn check(history: &History) -> Vec<Violation> {
+    // Per scope: the highest attempt granted in the record's current lifetime.
+    let mut granted: BTreeMap<&Scope, (Attempt, usize)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::Claimed { scope, attempt, .. } => {
+                granted.insert(scope, (*attempt, i));
+            }
+            Event::TakenOver { scope, attempt, .. } => {
+                if let Some(&(max, at)) = granted.get(scope) {
+                    if *attempt <= max {
+                        out.push(Violation::new(
+                            Property::Fencing,
+                            vec![at, i],
+                            format!("takeover of {scope} granted attempt {attempt} but {max} was already granted at #{at}: two holders share a fencing token"),
+                        ));
+                    }
+                }
+                let top = granted.get(scope).map_or(*attempt, |&(max, _)| max.max(*attempt));
+                granted.insert(scope, (top, i));
+            }
+            Event::RecoveryPointWritten { scope, attempt, .. } => {
+                stale(&granted, scope, *attempt, i, "recovery point", &mut out)
+            }
+            Event::LocalEffectCommitted { scope, attempt, .. } => {
+                stale(&granted, scope, *attempt, i, "local effect", &mut out)
+            }
+            Event::CompletionWritten { scope, attempt, .. } => {
+                stale(&granted, scope, *attempt, i, "completion", &mut out)
+            }
+            Event::Released { scope, attempt, .. } => {
+                stale(&granted, scope, *attempt, i, "release", &mut out);
+                granted.remove(scope);
+            }
+            Event::RecordSwept { scope, .. } => {
+                granted.remove(scope);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn stale(
+    granted: &BTreeMap<&Scope, (Attempt, usize)>,
+    scope: &Scope,
+    attempt: Attempt,
+    i: usize,
+    what: &str,
+    out: &mut Vec<Violation>,
+) {
+    let Some(&(max, at)) = granted.get(scope) else {
+        return;
+    };
+    if attempt < max {
+        out.push(Violation::new(
+            Property::Fencing,
+            vec![at, i],
+            format!(
+                "{what} of {scope} by stale attempt {attempt} was accepted after attempt {max} was granted at #{at}"
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+
+    #[test]
+    fn a_fenced_takeover_is_clean() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.wait(2000);
+        s.taken_over(by(1, 2), &scope(), 2);
+        s.completed(by(1, 2), &scope(), 2, ok("x"));
+        assert!(check(&s.history).is_empty());
+    }
+
+    #[test]
+    fn a_stale_completion_accepted_after_takeover_is_a_violation() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.wait(2000);
+        let takeover = s.taken_over(by(1, 2), &scope(), 2);
+        let stale = s.completed(by(1, 1), &scope(), 1, ok("late"));
+        let v = check(&s.history);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![takeover, stale]);
+        assert!(v[0].explanation.contains("stale attempt #1"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_takeover_without_bump_is_a_violation() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.wait(2000);
+        s.taken_over(by(1, 2), &scope(), 1);
+        let v = check(&s.history);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].explanation.contains("share a fencing token"));
+    }
+
+    #[test]
+    fn a_release_ends_the_lifetime() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.taken_over(by(1, 2), &scope(), 2);
+        s.at(crate::NodeId::Db, Event::Released { by: by(1, 2), scope: scope(), attempt: crate::Attempt(2) });
+        s.claimed(by(2, 1), &scope(), "g");
+        s.completed(by(2, 1), &scope(), 1, ok("x"));
+        assert!(check(&s.history).is_empty());
+    }
+}

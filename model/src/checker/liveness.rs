@@ -1,0 +1,152 @@
+//! Property 2: every acknowledged success had its effect, and once faults
+//! heal no record is left `in_progress` past its lease plus the reconcile
+//! bound.
+
+use super::{Index, Property, Violation};
+use crate::history::{Answer, Event, History};
+use crate::ids::{Scope, SimTime};
+use crate::request::Effects;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut out = acknowledged_without_effect(history, index);
+    out.extend(stuck_in_progress(history));
+    out
+}
+
+fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violation> {
+    let mut local: BTreeSet<&Scope> = BTreeSet::new();
+    let mut external: BTreeSet<&Scope> = BTreeSet::new();
+    for entry in &history.entries {
+        match &entry.event {
+            Event::LocalEffectCommitted { scope, .. } => {
+                local.insert(scope);
+            }
+            Event::DownstreamEffect { scope, .. } => {
+                external.insert(scope);
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        let Event::ResponseReceived { req, answer: Answer::Executed | Answer::Replayed, response, .. } = &entry.event
+        else {
+            continue;
+        };
+        if !(200..300).contains(&response.status) {
+            continue;
+        }
+        let Some((sent, request)) = index.request(*req) else {
+            continue;
+        };
+        let Some(scope) = request.scope() else {
+            continue;
+        };
+        let effects = Effects::of_path(&request.path);
+        let missing = match (effects.local && !local.contains(&scope), effects.external && !external.contains(&scope)) {
+            (true, true) => "its local and downstream effects",
+            (true, false) => "its local effect",
+            (false, true) => "its downstream effect",
+            (false, false) => continue,
+        };
+        out.push(Violation::new(
+            Property::Liveness,
+            vec![sent, i],
+            format!("{req} for {scope} was acknowledged with {} but {missing} never happened", response.status),
+        ));
+    }
+    out
+}
+
+/// Replays the store events to the final record states and reports the ones
+/// still `in_progress` at the end of a run that had time to finish them.
+fn stuck_in_progress(history: &History) -> Vec<Violation> {
+    let Some(end) = history.end_at() else {
+        return Vec::new();
+    };
+    let heal = history.heal_at().unwrap_or(SimTime::ZERO);
+    let mut open: BTreeMap<&Scope, (usize, SimTime)> = BTreeMap::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::Claimed { scope, locked_until, .. } | Event::TakenOver { scope, locked_until, .. } => {
+                open.insert(scope, (i, *locked_until));
+            }
+            Event::CompletionWritten { scope, .. }
+            | Event::Released { scope, .. }
+            | Event::RecordSwept { scope, .. } => {
+                open.remove(scope);
+            }
+            _ => {}
+        }
+    }
+    let bound = history.meta.reconcile_bound_ms;
+    open.into_iter()
+        .filter(|(_, (_, locked_until))| end >= (*locked_until).max(heal).plus_ms(bound))
+        .map(|(scope, (i, locked_until))| {
+            Violation::new(
+                Property::Liveness,
+                vec![i],
+                format!("{scope} was left in_progress: lease ended at {locked_until}, run ended at {end}, reconcile bound {bound} ms"),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::ids::{Attempt, NodeId};
+
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &Index::new(&s.history))
+    }
+
+    #[test]
+    fn an_acknowledged_order_with_its_row_is_clean() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &scope(), "f");
+        s.at(
+            NodeId::Db,
+            Event::LocalEffectCommitted { by: by(1, 1), scope: scope(), attempt: Attempt(1), effect_id: "o".into() },
+        );
+        s.completed(by(1, 1), &scope(), 1, ok("x"));
+        s.received(0, req(1, 1), Answer::Executed, ok("x"));
+        s.end();
+        assert!(check_story(&s).is_empty());
+    }
+
+    #[test]
+    fn an_acknowledged_charge_without_effect_is_a_violation() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/charges", "{}"));
+        s.received(0, req(1, 1), Answer::Replayed, ok("x"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].explanation.contains("downstream effect never happened"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_record_stuck_in_progress_after_heal_is_a_violation() {
+        let mut s = Story::new();
+        let claim = s.claimed(by(1, 1), &scope(), "f");
+        s.at(NodeId::World, Event::Phase { phase: crate::history::Phase::Heal });
+        s.wait(60_000);
+        s.end();
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].events, vec![claim]);
+        assert!(v[0].explanation.contains("left in_progress"));
+    }
+
+    #[test]
+    fn a_young_in_progress_record_at_the_end_is_not_judged() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.wait(500);
+        s.end();
+        assert!(check_story(&s).is_empty());
+    }
+}

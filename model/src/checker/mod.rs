@@ -1,0 +1,159 @@
+//! Checkers: one per property of PROTOCOL.md, each a function from a history
+//! to the violations it finds. A violation names the events involved and
+//! says in one line what went wrong.
+
+mod at_most_once;
+mod expiry;
+mod fencing;
+mod index;
+mod isolation;
+mod liveness;
+mod outbox;
+mod replay;
+mod retry;
+mod status;
+
+pub use index::Index;
+
+use crate::history::History;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The named safety and liveness properties, numbered as in PROTOCOL.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Property {
+    /// 1. At most one effect per `(caller, key)`.
+    AtMostOnce,
+    /// 2. Acknowledged successes had their effect; no record stuck `in_progress`.
+    Liveness,
+    /// 3. No write of attempt `a` accepted after an attempt `> a` was granted.
+    Fencing,
+    /// 4. Replays equal the stored response; a completed record never changes.
+    ReplayFidelity,
+    /// 5. 422 / 409 / 400 where due; validation errors not stored.
+    StatusRules,
+    /// 6. Caller A never receives caller B's stored response.
+    Isolation,
+    /// 7. Retries only when transient, within backoff, attempts, deadline and budget.
+    RetryDiscipline,
+    /// 8. No record swept before its window; no re-execution inside it.
+    Expiry,
+    /// 9. Outbox messages published after commit, applied exactly once.
+    Outbox,
+}
+
+impl Property {
+    /// Every property, in PROTOCOL.md order.
+    pub const ALL: [Property; 9] = [
+        Property::AtMostOnce,
+        Property::Liveness,
+        Property::Fencing,
+        Property::ReplayFidelity,
+        Property::StatusRules,
+        Property::Isolation,
+        Property::RetryDiscipline,
+        Property::Expiry,
+        Property::Outbox,
+    ];
+
+    /// The kebab-case name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::AtMostOnce => "at-most-once",
+            Property::Liveness => "liveness",
+            Property::Fencing => "fencing",
+            Property::ReplayFidelity => "replay-fidelity",
+            Property::StatusRules => "status-rules",
+            Property::Isolation => "isolation",
+            Property::RetryDiscipline => "retry-discipline",
+            Property::Expiry => "expiry",
+            Property::Outbox => "outbox",
+        }
+    }
+
+    /// Parses a kebab-case name.
+    pub fn from_name(name: &str) -> Option<Property> {
+        Property::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Runs this property's checker.
+    pub fn check(self, history: &History, index: &Index) -> Vec<Violation> {
+        match self {
+            Property::AtMostOnce => at_most_once::check(history),
+            Property::Liveness => liveness::check(history, index),
+            Property::Fencing => fencing::check(history),
+            Property::ReplayFidelity => replay::check(history, index),
+            Property::StatusRules => status::check(history, index),
+            Property::Isolation => isolation::check(history, index),
+            Property::RetryDiscipline => retry::check(history, index),
+            Property::Expiry => expiry::check(history),
+            Property::Outbox => outbox::check(history),
+        }
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One broken property, with the history entries that show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Which property.
+    pub property: Property,
+    /// Indices into `History::entries`, in order; the last one is where the
+    /// property broke.
+    pub events: Vec<usize>,
+    /// One line for a person.
+    pub explanation: String,
+}
+
+impl Violation {
+    pub(crate) fn new(property: Property, mut events: Vec<usize>, explanation: String) -> Violation {
+        events.sort_unstable();
+        events.dedup();
+        Violation { property, events, explanation }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.property, self.explanation)?;
+        if !self.events.is_empty() {
+            let list: Vec<String> = self.events.iter().map(|i| format!("#{i}")).collect();
+            write!(f, " (events {})", list.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs every checker. Violations come grouped by property, in order.
+pub fn check_all(history: &History) -> Vec<Violation> {
+    let index = Index::new(history);
+    Property::ALL.into_iter().flat_map(|p| p.check(history, &index)).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for p in Property::ALL {
+            assert_eq!(Property::from_name(p.name()), Some(p));
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{}\"", p.name()));
+        }
+        assert_eq!(Property::from_name("nope"), None);
+    }
+
+    #[test]
+    fn an_empty_history_is_clean() {
+        assert!(check_all(&History::default()).is_empty());
+    }
+}

@@ -1,0 +1,92 @@
+//! Property 4: every response given for a completed key equals the stored
+//! one, byte for byte, and a completed record never changes.
+
+use super::{Index, Property, Violation};
+use crate::history::{Answer, Event, History};
+use crate::ids::Scope;
+use crate::request::StoredResponse;
+use std::collections::BTreeMap;
+
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut stored: BTreeMap<&Scope, (&StoredResponse, usize)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::CompletionWritten { scope, response, attempt, .. } => {
+                if let Some((_, first)) = stored.get(scope) {
+                    out.push(Violation::new(
+                        Property::ReplayFidelity,
+                        vec![*first, i],
+                        format!("completed record {scope} was changed by a second completion (attempt {attempt}); the one at #{first} stood"),
+                    ));
+                }
+                stored.insert(scope, (response, i));
+            }
+            Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
+                stored.remove(scope);
+            }
+            Event::ResponseSent { req, answer: Answer::Executed | Answer::Replayed, response, .. } => {
+                let Some(scope) = index.request(*req).and_then(|(_, r)| r.scope()) else {
+                    continue;
+                };
+                let Some((want, at)) = stored.get(&scope) else {
+                    continue;
+                };
+                if response != *want {
+                    out.push(Violation::new(
+                        Property::ReplayFidelity,
+                        vec![*at, i],
+                        format!(
+                            "{req} for {scope} was answered {} {:?}, but the stored response is {} {:?}",
+                            response.status, response.body, want.status, want.body
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &Index::new(&s.history))
+    }
+
+    #[test]
+    fn replays_equal_to_the_stored_response_are_clean() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.completed(by(1, 1), &scope(), 1, StoredResponse::new(500, "boom"));
+        s.answered(req(1, 1), Answer::Executed, StoredResponse::new(500, "boom"));
+        s.send(0, req(1, 2), request("acme", Some("k1"), "/orders", "{}"));
+        s.answered(req(1, 2), Answer::Replayed, StoredResponse::new(500, "boom"));
+        assert!(check_story(&s).is_empty());
+    }
+
+    #[test]
+    fn a_replay_that_differs_by_one_byte_is_a_violation() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        let stored = s.completed(by(1, 1), &scope(), 1, ok("{\"id\":1}"));
+        let bad = s.answered(req(1, 1), Answer::Replayed, ok("{\"id\":1} "));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].events, vec![stored, bad]);
+    }
+
+    #[test]
+    fn a_second_completion_is_a_violation() {
+        let mut s = Story::new();
+        s.completed(by(1, 1), &scope(), 1, ok("a"));
+        s.completed(by(1, 2), &scope(), 2, ok("b"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].explanation.contains("changed"));
+    }
+}

@@ -1,0 +1,225 @@
+//! Property 7: retry discipline. A client retries only transient failures,
+//! reuses the key, waits within the full-jitter bound and at least the
+//! `Retry-After`, stays within the attempt cap, the total deadline and its
+//! token-bucket budget; and sends per operation stay under the amplification
+//! bound.
+
+use super::{Index, Property, Violation};
+use crate::history::{Event, History, RetryCause};
+use crate::ids::{IdempotencyKey, NodeId, OpId, RequestId, SimTime};
+use crate::retry::{is_transient_status, TokenBucket};
+use std::collections::BTreeMap;
+
+struct First<'h> {
+    at: SimTime,
+    key: Option<&'h IdempotencyKey>,
+}
+
+pub(super) fn check(history: &History, _index: &Index) -> Vec<Violation> {
+    let policy = &history.meta.retry;
+    let mut first: BTreeMap<OpId, First> = BTreeMap::new();
+    let mut scheduled: BTreeMap<OpId, (usize, SimTime, u64)> = BTreeMap::new();
+    let mut retry_after: BTreeMap<RequestId, (usize, u64)> = BTreeMap::new();
+    let mut buckets: BTreeMap<NodeId, TokenBucket> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut flag = |events: Vec<usize>, why: String| out.push(Violation::new(Property::RetryDiscipline, events, why));
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::ResponseReceived { req, retry_after_ms: Some(ms), .. } => {
+                retry_after.insert(*req, (i, *ms));
+            }
+            Event::RetryScheduled { req, wait_ms, cause } => {
+                let next = req.try_no.0 + 1;
+                if let RetryCause::Status(s) = cause {
+                    if (400..500).contains(s) && !is_transient_status(*s) {
+                        flag(vec![i], format!("{req} got {s}, which is not transient, and was retried"));
+                    }
+                }
+                let bound = policy.backoff_max_ms(next);
+                if *wait_ms > bound {
+                    flag(vec![i], format!("{req}: retry wait {wait_ms} ms exceeds the full-jitter bound {bound} ms"));
+                }
+                if let Some(&(at, ms)) = retry_after.get(req) {
+                    if *wait_ms < ms {
+                        flag(
+                            vec![at, i],
+                            format!("{req}: retry wait {wait_ms} ms is shorter than Retry-After {ms} ms"),
+                        );
+                    }
+                }
+                scheduled.insert(req.op, (i, entry.at, *wait_ms));
+            }
+            Event::RequestSent { req, request, .. } if req.try_no.0 <= 1 => {
+                first.insert(req.op, First { at: entry.at, key: request.key.as_ref() });
+                buckets.entry(entry.node).or_insert_with(|| TokenBucket::new(&policy.budget)).on_first_send();
+            }
+            Event::RequestSent { req, request, .. } => {
+                if req.try_no.0 > policy.attempts_max {
+                    flag(vec![i], format!("{req} exceeds the cap of {} sends", policy.attempts_max));
+                }
+                match scheduled.remove(&req.op) {
+                    None => flag(vec![i], format!("{req} was sent with no scheduled backoff")),
+                    Some((at, when, wait)) if entry.at.since_ms(when) < wait => flag(
+                        vec![at, i],
+                        format!("{req} was sent {} ms after scheduling a wait of {wait} ms", entry.at.since_ms(when)),
+                    ),
+                    Some(_) => {}
+                }
+                if let Some(f) = first.get(&req.op) {
+                    if entry.at.since_ms(f.at) > policy.deadline_ms {
+                        flag(
+                            vec![i],
+                            format!(
+                                "{req} was sent {} ms after the first send, past the {} ms deadline",
+                                entry.at.since_ms(f.at),
+                                policy.deadline_ms
+                            ),
+                        );
+                    }
+                    if f.key != request.key.as_ref() {
+                        flag(vec![i], format!("{req} used a different idempotency key than its first send: a new key is a new operation"));
+                    }
+                }
+                let bucket = buckets.entry(entry.node).or_insert_with(|| TokenBucket::new(&policy.budget));
+                if !bucket.try_spend() {
+                    flag(vec![i], format!("{req} retried with the retry budget of {} exhausted", entry.node));
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(amplification(history, first.len()));
+    out
+}
+
+fn amplification(history: &History, ops: usize) -> Option<Violation> {
+    let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
+    let bound = history.meta.amplification_max_percent as usize;
+    if ops == 0 || sends * 100 <= ops * bound {
+        return None;
+    }
+    Some(Violation::new(
+        Property::RetryDiscipline,
+        vec![],
+        format!("{sends} sends for {ops} operations: amplification {}% exceeds the bound {bound}%", sends * 100 / ops),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::history::Answer;
+    use crate::request::StoredResponse;
+
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &Index::new(&s.history))
+    }
+
+    fn retry(s: &mut Story, r: RequestId, wait_ms: u64, cause: RetryCause) -> usize {
+        s.at(NodeId::Client(0), Event::RetryScheduled { req: r, wait_ms, cause })
+    }
+
+    fn keyed() -> crate::Request {
+        request("acme", Some("k1"), "/orders", "{}")
+    }
+
+    #[test]
+    fn a_disciplined_retry_is_clean() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), keyed());
+        s.wait(1000);
+        s.at(NodeId::Client(0), Event::TimedOut { req: req(1, 1) });
+        retry(&mut s, req(1, 1), 40, RetryCause::Timeout);
+        s.wait(40);
+        s.send(0, req(1, 2), keyed());
+        assert!(check_story(&s).is_empty());
+    }
+
+    #[test]
+    fn retrying_a_422_is_a_violation() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), keyed());
+        s.received(0, req(1, 1), Answer::Mismatch, StoredResponse::new(422, "mismatch"));
+        retry(&mut s, req(1, 1), 10, RetryCause::Status(422));
+        s.wait(10);
+        s.send(0, req(1, 2), keyed());
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("not transient"));
+    }
+
+    #[test]
+    fn waits_beyond_jitter_or_under_retry_after_are_violations() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), keyed());
+        s.at(
+            NodeId::Client(0),
+            Event::ResponseReceived {
+                req: req(1, 1),
+                answer: Answer::InFlight,
+                response: StoredResponse::new(409, ""),
+                retry_after_ms: Some(30),
+            },
+        );
+        retry(&mut s, req(1, 1), 20, RetryCause::Status(409));
+        s.wait(20);
+        s.send(0, req(1, 2), keyed());
+        retry(&mut s, req(1, 2), 101, RetryCause::Timeout); // bound for try 3 is 100
+        s.wait(101);
+        s.send(0, req(1, 3), keyed());
+        let v = check_story(&s);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].explanation.contains("Retry-After"));
+        assert!(v[1].explanation.contains("full-jitter"));
+    }
+
+    #[test]
+    fn a_new_key_an_early_send_and_an_unscheduled_retry_are_violations() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), keyed());
+        retry(&mut s, req(1, 1), 40, RetryCause::Timeout);
+        s.wait(10);
+        s.send(0, req(1, 2), request("acme", Some("k2"), "/orders", "{}"));
+        s.send(0, req(1, 3), keyed());
+        let v = check_story(&s);
+        let text: Vec<String> = v.iter().map(|v| v.explanation.clone()).collect();
+        assert_eq!(v.len(), 3, "{text:?}");
+        assert!(text[0].contains("10 ms after scheduling"));
+        assert!(text[1].contains("different idempotency key"));
+        assert!(text[2].contains("no scheduled backoff"));
+    }
+
+    #[test]
+    fn an_exhausted_budget_and_the_deadline_are_enforced() {
+        let mut s = Story::new().meta(|m| {
+            m.retry.budget.tokens_max = 1;
+            m.retry.budget.deposit_milli = 0;
+            m.retry.deadline_ms = 100;
+        });
+        s.send(0, req(1, 1), keyed());
+        for try_no in 1..3 {
+            retry(&mut s, req(1, try_no), 50, RetryCause::Timeout);
+            s.wait(60);
+            s.send(0, req(1, try_no + 1), keyed());
+        }
+        let v = check_story(&s);
+        let text: Vec<String> = v.iter().map(|v| v.explanation.clone()).collect();
+        assert_eq!(v.len(), 2, "{text:?}");
+        assert!(text[0].contains("deadline"));
+        assert!(text[1].contains("budget"));
+    }
+
+    #[test]
+    fn amplification_above_the_bound_is_a_violation() {
+        let mut s = Story::new().meta(|m| m.amplification_max_percent = 150);
+        s.send(0, req(1, 1), keyed());
+        for try_no in 1..3 {
+            retry(&mut s, req(1, try_no), 0, RetryCause::Timeout);
+            s.send(0, req(1, try_no + 1), keyed());
+        }
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("amplification 300%"));
+    }
+}

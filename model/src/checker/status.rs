@@ -1,0 +1,195 @@
+//! Property 5: a missing key is 400, a mismatched fingerprint is always 422,
+//! a live in-flight key is 409, and validation errors are not stored.
+//!
+//! Each answer is judged against the pure decision function applied to what
+//! the server's own claim returned (and its clock at the time), so a server
+//! that skips a comparison or misreads the record is caught.
+
+use super::{Index, Property, Violation};
+use crate::decision::{decide, Decision};
+use crate::history::{Answer, Event, History, Origin};
+use crate::ids::{RequestId, SimTime};
+use crate::record::{Claim, Record};
+use crate::request::Request;
+use std::collections::BTreeMap;
+
+enum Looked<'h> {
+    Owned,
+    Found(&'h Record, SimTime),
+}
+
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut claims: BTreeMap<RequestId, (usize, Looked)> = BTreeMap::new();
+    let mut stored_by: BTreeMap<RequestId, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::Claimed { by: Origin::Request(req), .. } => {
+                claims.insert(*req, (i, Looked::Owned));
+            }
+            Event::ClaimFound { by: Origin::Request(req), record, as_of, .. } => {
+                claims.insert(*req, (i, Looked::Found(record, *as_of)));
+            }
+            Event::CompletionWritten { by: Origin::Request(req), .. } => {
+                stored_by.insert(*req, i);
+            }
+            Event::ResponseSent { req, answer, response, .. } => {
+                let Some((_, request)) = index.request(*req) else {
+                    continue;
+                };
+                let judged = judge(request, *answer, response.status, claims.get(req));
+                if let Some((mut events, why)) = judged {
+                    events.push(i);
+                    out.push(Violation::new(Property::StatusRules, events, format!("{req}: {why}")));
+                }
+                if let (Answer::Invalid, Some(at)) = (answer, stored_by.get(req)) {
+                    out.push(Violation::new(
+                        Property::StatusRules,
+                        vec![*at, i],
+                        format!("{req}: a validation error was stored at #{at}; a corrected retry with the same key is stuck"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Returns the claim event (if any) and the reason when the answer is wrong.
+fn judge(
+    request: &Request,
+    answer: Answer,
+    status: u16,
+    claim: Option<&(usize, Looked)>,
+) -> Option<(Vec<usize>, String)> {
+    let required = match answer {
+        Answer::MissingKey => Some(400),
+        Answer::Mismatch => Some(422),
+        Answer::InFlight => Some(409),
+        _ => None,
+    };
+    if let Some(code) = required.filter(|code| *code != status) {
+        return Some((vec![], format!("answer {answer:?} must be {code}, was {status}")));
+    }
+    if request.key.is_none() {
+        return (answer != Answer::MissingKey)
+            .then(|| (vec![], format!("a request without a key was answered {answer:?} ({status}), not 400")));
+    }
+    if answer == Answer::MissingKey {
+        return Some((vec![], "a request with a key was answered 400 missing-key".to_string()));
+    }
+    let (at, looked) = claim?;
+    let why = match looked {
+        Looked::Owned => match answer {
+            Answer::Executed | Answer::Invalid | Answer::LeaseLost | Answer::Unavailable => return None,
+            other => format!("its claim inserted the record, yet it was answered {other:?}"),
+        },
+        Looked::Found(record, as_of) => {
+            let claim = Claim::Existing((*record).clone());
+            match (decide(&request.fingerprint(), Some(&claim), *as_of), answer) {
+                (Decision::Mismatch, Answer::Mismatch)
+                | (Decision::InFlight, Answer::InFlight)
+                | (Decision::Replay(_), Answer::Replayed) => return None,
+                (Decision::TakeOver { .. }, a) if !matches!(a, Answer::Mismatch | Answer::Replayed) => return None,
+                (Decision::Mismatch, a) => format!(
+                    "the key was claimed with another fingerprint, yet it was answered {a:?} ({status}), not 422"
+                ),
+                (want, a) => format!("the record it found called for {want:?}, yet it was answered {a:?} ({status})"),
+            }
+        }
+    };
+    Some((vec![*at], why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::ids::{Attempt, NodeId, Scope};
+    use crate::record::RecordState;
+    use crate::request::StoredResponse;
+
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &Index::new(&s.history))
+    }
+
+    fn found(s: &mut Story, r: RequestId, fingerprint: &crate::Fingerprint, state: RecordState) -> usize {
+        let record = Record { fingerprint: fingerprint.clone(), created_at: SimTime(0), state };
+        s.at(NodeId::Db, Event::ClaimFound { by: Origin::Request(r), scope: scope(), record, as_of: SimTime(10) })
+    }
+
+    fn completed_state() -> RecordState {
+        RecordState::Completed { response: ok("first"), attempt: Attempt(1) }
+    }
+
+    #[test]
+    fn correct_answers_are_clean() {
+        let mut s = Story::new();
+        let first = request("acme", Some("k1"), "/orders", r#"{"n":1}"#);
+        let other = request("acme", Some("k1"), "/orders", r#"{"n":2}"#);
+        s.send(0, req(1, 1), first.clone());
+        s.send(0, req(2, 1), other);
+        s.send(0, req(3, 1), request("acme", None, "/orders", "{}"));
+        s.send(0, req(1, 2), first.clone());
+        s.claimed(by(1, 1), &scope(), &first.fingerprint().0);
+        s.answered(req(1, 1), Answer::Executed, ok("first"));
+        found(&mut s, req(2, 1), &first.fingerprint(), completed_state());
+        s.answered(req(2, 1), Answer::Mismatch, StoredResponse::new(422, "mismatch"));
+        s.answered(req(3, 1), Answer::MissingKey, StoredResponse::new(400, "key required"));
+        found(&mut s, req(1, 2), &first.fingerprint(), completed_state());
+        s.answered(req(1, 2), Answer::Replayed, ok("first"));
+        assert_eq!(check_story(&s), vec![]);
+    }
+
+    #[test]
+    fn a_replay_for_another_fingerprint_is_a_violation() {
+        let mut s = Story::new();
+        let first = request("acme", Some("k1"), "/orders", r#"{"n":1}"#);
+        s.send(0, req(2, 1), request("acme", Some("k1"), "/orders", r#"{"n":2}"#));
+        let claim = found(&mut s, req(2, 1), &first.fingerprint(), completed_state());
+        let answer = s.answered(req(2, 1), Answer::Replayed, ok("first"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].events, vec![claim, answer]);
+        assert!(v[0].explanation.contains("not 422"), "{}", v[0]);
+    }
+
+    #[test]
+    fn an_execution_while_the_lease_is_live_is_a_violation() {
+        let mut s = Story::new();
+        let first = request("acme", Some("k1"), "/orders", "{}");
+        s.send(0, req(2, 1), first.clone());
+        let live = RecordState::InProgress { attempt: Attempt(1), locked_until: SimTime(500), recovery_point: None };
+        found(&mut s, req(2, 1), &first.fingerprint(), live);
+        s.answered(req(2, 1), Answer::Executed, ok("again"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].explanation.contains("InFlight"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_keyless_request_must_be_400() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", None, "/orders", "{}"));
+        s.answered(req(1, 1), Answer::Executed, ok("x"));
+        s.send(0, req(2, 1), request("acme", None, "/orders", "{}"));
+        s.answered(req(2, 1), Answer::MissingKey, StoredResponse::new(404, "x"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn a_stored_validation_error_is_a_violation() {
+        let mut s = Story::new();
+        let bad = request("acme", Some("k1"), "/orders", r#"{"n":-1}"#);
+        s.send(0, req(1, 1), bad.clone());
+        s.claimed(by(1, 1), &Scope::new("acme", "k1"), &bad.fingerprint().0);
+        let stored = s.completed(by(1, 1), &scope(), 1, StoredResponse::new(400, "invalid"));
+        let answer = s.answered(req(1, 1), Answer::Invalid, StoredResponse::new(400, "invalid"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![stored, answer]);
+        assert!(v[0].explanation.contains("validation error was stored"));
+    }
+}

@@ -1,0 +1,218 @@
+//! "Sometimes" coverage: counts of the interesting interleavings a run
+//! actually reached, so a clean verdict is never vacuous.
+
+use crate::checker::Index;
+use crate::history::{Answer, Event, Fault, History, Origin};
+use crate::ids::{Attempt, NodeId, RequestId, Scope};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How often each interesting interleaving happened.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// A takeover was granted.
+    pub takeover: u64,
+    /// A lease expired while its holder had begun executing (called the
+    /// dependency or wrote a recovery point) and the record was taken over.
+    pub lease_expired_mid_execute: u64,
+    /// A stale holder's write was fenced.
+    pub stale_holder_fenced: u64,
+    /// A network duplicate of a request arrived after its key completed.
+    pub duplicate_after_completion: u64,
+    /// A completion committed but the client never got that try's answer.
+    pub response_lost_after_commit: u64,
+    /// A server crashed after calling the dependency and before completing.
+    pub crash_between_effect_and_completion: u64,
+    /// A stored response was replayed.
+    pub replay: u64,
+    /// A fingerprint mismatch was answered 422.
+    pub mismatch_rejected: u64,
+    /// A live in-flight key was answered 409.
+    pub in_flight_rejected: u64,
+    /// The reconciler completed a record nobody retried.
+    pub reconciler_completed: u64,
+}
+
+impl Coverage {
+    /// The counters as `(name, value)` pairs, in declaration order.
+    pub fn counters(&self) -> [(&'static str, u64); 10] {
+        [
+            ("takeover", self.takeover),
+            ("lease_expired_mid_execute", self.lease_expired_mid_execute),
+            ("stale_holder_fenced", self.stale_holder_fenced),
+            ("duplicate_after_completion", self.duplicate_after_completion),
+            ("response_lost_after_commit", self.response_lost_after_commit),
+            ("crash_between_effect_and_completion", self.crash_between_effect_and_completion),
+            ("replay", self.replay),
+            ("mismatch_rejected", self.mismatch_rejected),
+            ("in_flight_rejected", self.in_flight_rejected),
+            ("reconciler_completed", self.reconciler_completed),
+        ]
+    }
+
+    /// Adds another run's counts (for a sweep's totals).
+    pub fn add(&mut self, other: &Coverage) {
+        self.takeover += other.takeover;
+        self.lease_expired_mid_execute += other.lease_expired_mid_execute;
+        self.stale_holder_fenced += other.stale_holder_fenced;
+        self.duplicate_after_completion += other.duplicate_after_completion;
+        self.response_lost_after_commit += other.response_lost_after_commit;
+        self.crash_between_effect_and_completion += other.crash_between_effect_and_completion;
+        self.replay += other.replay;
+        self.mismatch_rejected += other.mismatch_rejected;
+        self.in_flight_rejected += other.in_flight_rejected;
+        self.reconciler_completed += other.reconciler_completed;
+    }
+
+    /// The counters in `self` that are zero.
+    pub fn missing(&self) -> Vec<&'static str> {
+        self.counters().into_iter().filter(|(_, v)| *v == 0).map(|(n, _)| n).collect()
+    }
+
+    /// Measures a history.
+    pub fn of(history: &History) -> Coverage {
+        let index = Index::new(history);
+        let mut tracker = Tracker { index: Some(&index), ..Tracker::default() };
+        let mut c = Coverage::default();
+        for entry in &history.entries {
+            tracker.observe(&mut c, &entry.event);
+        }
+        c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
+        c
+    }
+}
+
+#[derive(Default)]
+struct Tracker<'i, 'h> {
+    index: Option<&'i Index<'h>>,
+    completed: BTreeSet<&'h Scope>,
+    received: BTreeSet<RequestId>,
+    /// Executions that began (recovery point or downstream call), not finished.
+    begun: BTreeSet<(&'h Scope, Attempt)>,
+    /// Executions that called the dependency, by the calling node.
+    calling: BTreeMap<(&'h Scope, Attempt), NodeId>,
+    holder: BTreeMap<&'h Scope, Attempt>,
+    committed_unanswered: BTreeSet<RequestId>,
+}
+
+impl<'i, 'h> Tracker<'i, 'h> {
+    fn observe(&mut self, c: &mut Coverage, event: &'h Event) {
+        match event {
+            Event::Claimed { scope, attempt, .. } => {
+                self.holder.insert(scope, *attempt);
+            }
+            Event::TakenOver { scope, attempt, .. } => {
+                c.takeover += 1;
+                if let Some(previous) = self.holder.insert(scope, *attempt) {
+                    c.lease_expired_mid_execute += u64::from(self.begun.contains(&(scope, previous)));
+                }
+            }
+            Event::RecoveryPointWritten { scope, attempt, .. } => {
+                self.begun.insert((scope, *attempt));
+            }
+            Event::DownstreamCalled { scope, attempt, from, .. } => {
+                self.begun.insert((scope, *attempt));
+                self.calling.insert((scope, *attempt), *from);
+            }
+            Event::WriteFenced { .. } => c.stale_holder_fenced += 1,
+            Event::CompletionWritten { scope, attempt, by, .. } => {
+                self.completed.insert(scope);
+                self.begun.remove(&(scope, *attempt));
+                self.calling.remove(&(scope, *attempt));
+                match by {
+                    Origin::Request(req) => {
+                        self.committed_unanswered.insert(*req);
+                    }
+                    Origin::Reconciler => c.reconciler_completed += 1,
+                    Origin::Sweeper => {}
+                }
+            }
+            Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
+                self.completed.remove(scope);
+            }
+            Event::RequestReceived { req, .. } => {
+                let duplicate = !self.received.insert(*req);
+                if duplicate && self.scope_completed(*req) {
+                    c.duplicate_after_completion += 1;
+                }
+            }
+            Event::ResponseSent { answer, .. } => match answer {
+                Answer::Replayed => c.replay += 1,
+                Answer::Mismatch => c.mismatch_rejected += 1,
+                Answer::InFlight => c.in_flight_rejected += 1,
+                _ => {}
+            },
+            Event::ResponseReceived { req, .. } => {
+                self.committed_unanswered.remove(req);
+            }
+            Event::Fault(Fault::Crashed { node }) => {
+                let before = self.calling.len();
+                self.calling.retain(|_, from| from != node);
+                c.crash_between_effect_and_completion += (before - self.calling.len()) as u64;
+            }
+            _ => {}
+        }
+    }
+
+    fn scope_completed(&self, req: RequestId) -> bool {
+        let request = self.index.and_then(|i| i.request(req)).map(|(_, r)| r);
+        request.and_then(|r| r.scope()).is_some_and(|s| self.completed.contains(&s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::history::WriteKind;
+    use crate::ids::DownstreamKey;
+
+    #[test]
+    fn a_takeover_of_a_begun_execution_and_a_crash_are_counted() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/charges", "{}"));
+        s.claimed(by(1, 1), &scope(), "f");
+        let call = Event::DownstreamCalled {
+            by: by(1, 1),
+            from: NodeId::Server(0),
+            scope: scope(),
+            attempt: Attempt(1),
+            downstream_key: DownstreamKey("dk".into()),
+        };
+        s.at(NodeId::Downstream, call);
+        s.at(NodeId::World, Event::Fault(Fault::Crashed { node: NodeId::Server(0) }));
+        s.wait(2000);
+        s.taken_over(Origin::Reconciler, &scope(), 2);
+        s.at(
+            NodeId::Db,
+            Event::WriteFenced { by: by(1, 1), scope: scope(), attempt: Attempt(1), write: WriteKind::Completion },
+        );
+        s.completed(Origin::Reconciler, &scope(), 2, ok("x"));
+        let c = Coverage::of(&s.history);
+        assert_eq!(c.takeover, 1);
+        assert_eq!(c.lease_expired_mid_execute, 1);
+        assert_eq!(c.crash_between_effect_and_completion, 1);
+        assert_eq!(c.stale_holder_fenced, 1);
+        assert_eq!(c.reconciler_completed, 1);
+        assert!(c.missing().contains(&"replay"));
+    }
+
+    #[test]
+    fn a_duplicate_after_completion_and_a_lost_response_are_counted() {
+        let mut s = Story::new();
+        let fp = crate::Fingerprint("f".into());
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.at(NodeId::Server(0), Event::RequestReceived { req: req(1, 1), fingerprint: fp.clone() });
+        s.completed(by(1, 1), &scope(), 1, ok("x"));
+        s.at(NodeId::Server(1), Event::RequestReceived { req: req(1, 1), fingerprint: fp });
+        s.answered(req(1, 1), Answer::Replayed, ok("x"));
+        let c = Coverage::of(&s.history);
+        assert_eq!(c.duplicate_after_completion, 1);
+        assert_eq!(c.response_lost_after_commit, 1);
+        assert_eq!(c.replay, 1);
+        let mut total = Coverage::default();
+        total.add(&c);
+        total.add(&c);
+        assert_eq!(total.replay, 2);
+    }
+}

@@ -1,0 +1,131 @@
+//! Request fingerprints: a hash of method, path and canonical body.
+
+use crate::bytes::hex;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// SHA-256 (hex) of method, path and the canonical body. Two requests with the
+/// same key but different fingerprints are different operations (422).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fingerprint(pub String);
+
+impl Fingerprint {
+    /// Fingerprints a request. A body that parses as JSON is canonicalised
+    /// first (object keys sorted, no insignificant whitespace), so key order and
+    /// formatting do not change the fingerprint; any other body is hashed as is.
+    pub fn of(method: &str, path: &str, body: &[u8]) -> Fingerprint {
+        let mut hasher = Sha256::new();
+        for part in [method.as_bytes(), path.as_bytes()] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part);
+        }
+        match canonical_json(body) {
+            Some(canonical) => {
+                hasher.update(b"json");
+                hasher.update(canonical.as_bytes());
+            }
+            None => {
+                hasher.update(b"raw");
+                hasher.update(body);
+            }
+        }
+        Fingerprint(hex(&hasher.finalize()))
+    }
+
+    /// The first 8 hex digits, for stories and timelines.
+    pub fn short(&self) -> &str {
+        self.0.get(..8).unwrap_or(&self.0)
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.short())
+    }
+}
+
+/// The canonical text of a JSON body, or `None` when it is not JSON.
+fn canonical_json(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut out = String::with_capacity(body.len());
+    write_canonical(&value, &mut out);
+    Some(out)
+}
+
+/// Writes `value` with object keys sorted by byte order, whatever map type
+/// serde_json was built with (its `preserve_order` feature keeps insertion
+/// order, and feature unification could switch it on behind our back).
+fn write_canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_matter() {
+        let a = Fingerprint::of("POST", "/charges", br#"{"amount": 5, "currency":"eur"}"#);
+        let b = Fingerprint::of("POST", "/charges", b"{\"currency\":\"eur\",\n  \"amount\":5}");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn nested_objects_are_canonical_too() {
+        let a = Fingerprint::of("POST", "/x", br#"{"o":{"b":[1,{"d":1,"c":2}],"a":null}}"#);
+        let b = Fingerprint::of("POST", "/x", br#"{ "o" : { "a":null, "b":[1,{"c":2,"d":1}] } }"#);
+        assert_eq!(a, b);
+        assert_eq!(canonical_json(br#"{"b":1,"a":[true]}"#).unwrap(), r#"{"a":[true],"b":1}"#);
+    }
+
+    #[test]
+    fn method_path_and_values_matter() {
+        let base = Fingerprint::of("POST", "/charges", br#"{"amount":5}"#);
+        assert_ne!(base, Fingerprint::of("PUT", "/charges", br#"{"amount":5}"#));
+        assert_ne!(base, Fingerprint::of("POST", "/orders", br#"{"amount":5}"#));
+        assert_ne!(base, Fingerprint::of("POST", "/charges", br#"{"amount":6}"#));
+    }
+
+    #[test]
+    fn parts_are_length_prefixed() {
+        // "POST" + "/a" must not collide with "POST/" + "a".
+        assert_ne!(Fingerprint::of("POST", "/a", b""), Fingerprint::of("POST/", "a", b""));
+    }
+
+    #[test]
+    fn non_json_bodies_hash_raw_and_differ_from_json() {
+        let raw = Fingerprint::of("POST", "/x", b"not json");
+        assert_eq!(raw, Fingerprint::of("POST", "/x", b"not json"));
+        assert_ne!(Fingerprint::of("POST", "/x", b"1"), Fingerprint::of("POST", "/x", b" 1x"));
+        assert_eq!(raw.0.len(), 64);
+    }
+}
