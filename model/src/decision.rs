@@ -86,7 +86,10 @@ mod tests {
             state: RecordState::InProgress {
                 attempt: Attempt(attempt),
                 locked_until: SimTime(locked_until),
-                recovery_point: rp.then(|| RecoveryPoint { downstream_key: crate::DownstreamKey("dk".into()) }),
+                recovery_point: rp.then(|| RecoveryPoint {
+                    downstream_key: crate::DownstreamKey("dk".into()),
+                    data: crate::Bytes::text("{}"),
+                }),
             },
         })
     }
@@ -101,7 +104,8 @@ mod tests {
 
     #[test]
     fn replay_table() {
-        let rp = Some(RecoveryPoint { downstream_key: crate::DownstreamKey("dk".into()) });
+        let rp =
+            Some(RecoveryPoint { downstream_key: crate::DownstreamKey("dk".into()), data: crate::Bytes::text("{}") });
         // (request fingerprint, claim, now, expected)
         let table: Vec<(&str, Option<Claim>, u64, Decision)> = vec![
             ("a", None, 0, Decision::MissingKey),

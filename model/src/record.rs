@@ -63,6 +63,9 @@ impl Record {
 pub struct RecoveryPoint {
     /// The key passed to the dependency; stable across attempts.
     pub downstream_key: DownstreamKey,
+    /// What a resumer needs to finish the execution (e.g. the request
+    /// parameters), opaque to the store.
+    pub data: Bytes,
 }
 
 /// A row written by the execution in the same transaction as its completion.

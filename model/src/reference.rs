@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(s.take_over(&scope, Attempt(1), SimTime(100), LEASE), Takeover::Granted(Attempt(2)));
         // The old attempt can no longer take over, write or complete.
         assert!(matches!(s.take_over(&scope, Attempt(1), SimTime(500), LEASE), Takeover::Refused(Some(_))));
-        let rp = RecoveryPoint { downstream_key: DownstreamKey("dk".into()) };
+        let rp = RecoveryPoint { downstream_key: DownstreamKey("dk".into()), data: crate::Bytes::text("{}") };
         assert_eq!(s.write_recovery_point(&scope, Attempt(1), &rp), WriteOutcome::Fenced);
         assert_eq!(s.complete(&scope, Attempt(1), &done("stale")), WriteOutcome::Fenced);
         assert_eq!(s.release(&scope, Attempt(1)), WriteOutcome::Fenced);

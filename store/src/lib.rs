@@ -1,0 +1,34 @@
+//! The idempotency store: the trait servers call, its implementations, and
+//! the conformance kit that checks any implementation against the model.
+//!
+//! **Invariant:** every store operation is atomic and means exactly what the
+//! method of the same name on [`idemsim_model::RefStore`] means. Claims are
+//! insert-if-absent, never check-then-insert; takeovers and every later write
+//! are conditional on the attempt and answer `Fenced`, never a silent
+//! success. Stores read no clock: `now` is passed in.
+//!
+//! ```
+//! use idemsim_model::{Claim, Fingerprint, Scope, SimTime};
+//! use idemsim_store::{IdempotencyStore, SqliteStore};
+//!
+//! # futures::executor::block_on(async {
+//! let store = SqliteStore::in_memory().unwrap();
+//! let scope = Scope::new("acme", "8e03978e");
+//! let fp = Fingerprint::of("POST", "/orders", b"{}");
+//! let first = store.claim(&scope, &fp, SimTime(0), 1_000).await.unwrap();
+//! assert!(matches!(first, Claim::Owned(_)));
+//! let second = store.claim(&scope, &fp, SimTime(5), 1_000).await.unwrap();
+//! assert!(matches!(second, Claim::Existing(_)));
+//! # });
+//! ```
+
+pub mod conformance;
+mod error;
+mod mem;
+mod sqlite;
+mod store;
+
+pub use error::StoreError;
+pub use mem::MemStore;
+pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
+pub use store::IdempotencyStore;

@@ -1,0 +1,338 @@
+//! `SqliteStore`: the protocol in SQL, on an embedded SQLite database.
+
+use crate::{IdempotencyStore, StoreError};
+use async_trait::async_trait;
+use idemsim_model::{
+    Attempt, Bytes, CallerId, Claim, Completion, DownstreamKey, Fingerprint, IdempotencyKey, LocalEffect, MessageId,
+    OutboxEntry, OutboxMessage, Record, RecordState, RecoveryPoint, Scope, SimTime, StoredResponse, Takeover,
+    WriteOutcome,
+};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The schema, created on open. Shown in the docs.
+pub const SQLITE_SCHEMA: &str = include_str!("../sql/sqlite.sql");
+
+const RECORD_COLUMNS: &str = "fingerprint, status, attempt, locked_until, recovery_key, recovery_data, \
+                              response_status, response_body, created_at";
+
+/// A store on SQLite (bundled; no server). One connection behind a mutex;
+/// each operation is one statement or one `BEGIN IMMEDIATE` transaction.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SqliteStore")
+    }
+}
+
+impl SqliteStore {
+    /// A private in-memory database (what simulations use).
+    pub fn in_memory() -> Result<SqliteStore, StoreError> {
+        SqliteStore::with(Connection::open_in_memory().map_err(map_err)?)
+    }
+
+    /// A database file, created if missing.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(map_err)?;
+        SqliteStore::with(conn)
+    }
+
+    fn with(conn: Connection) -> Result<SqliteStore, StoreError> {
+        conn.execute_batch(SQLITE_SCHEMA).map_err(map_err)?;
+        Ok(SqliteStore { conn: Mutex::new(conn) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // rusqlite rolls back an unfinished transaction when it is dropped,
+        // so a panic mid-operation leaves the connection usable.
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn transaction<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map_err)?;
+        let value = f(&tx)?;
+        tx.commit().map_err(map_err)?;
+        Ok(value)
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for SqliteStore {
+    fn name(&self) -> &str {
+        "sqlite"
+    }
+
+    async fn claim(&self, scope: &Scope, fp: &Fingerprint, now: SimTime, lease_ms: u64) -> Result<Claim, StoreError> {
+        let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
+        self.transaction(|tx| {
+            let inserted: Option<i64> = tx
+                .query_row(
+                    "INSERT INTO idem_records (caller, key, fingerprint, status, attempt, locked_until, created_at) \
+                     VALUES (?1, ?2, ?3, 'in_progress', 1, ?4, ?5) \
+                     ON CONFLICT (caller, key) DO NOTHING RETURNING attempt",
+                    params![scope.caller.0, scope.key.0, fp.0, until_ms, now_ms],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(map_err)?;
+            if let Some(attempt) = inserted {
+                return Ok(Claim::Owned(attempt_of(attempt)?));
+            }
+            let record = select_record(tx, scope)?;
+            record.map(Claim::Existing).ok_or_else(|| StoreError::Corrupt(format!("{scope}: conflict but no row")))
+        })
+    }
+
+    async fn take_over(
+        &self,
+        scope: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Takeover, StoreError> {
+        let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
+        self.transaction(|tx| {
+            let bumped: Option<i64> = tx
+                .query_row(
+                    "UPDATE idem_records SET attempt = attempt + 1, locked_until = ?1 \
+                     WHERE caller = ?2 AND key = ?3 AND status = 'in_progress' AND attempt = ?4 AND locked_until <= ?5 \
+                     RETURNING attempt",
+                    params![until_ms, scope.caller.0, scope.key.0, expected.0, now_ms],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(map_err)?;
+            match bumped {
+                Some(attempt) => Ok(Takeover::Granted(attempt_of(attempt)?)),
+                None => Ok(Takeover::Refused(select_record(tx, scope)?)),
+            }
+        })
+    }
+
+    async fn write_recovery_point(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        point: &RecoveryPoint,
+    ) -> Result<WriteOutcome, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .execute(
+                "UPDATE idem_records SET recovery_key = ?1, recovery_data = ?2 \
+                 WHERE caller = ?3 AND key = ?4 AND status = 'in_progress' AND attempt = ?5",
+                params![point.downstream_key.0, point.data.0, scope.caller.0, scope.key.0, attempt.0],
+            )
+            .map_err(map_err)?;
+        Ok(outcome(changed))
+    }
+
+    async fn complete(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: &Completion,
+    ) -> Result<WriteOutcome, StoreError> {
+        self.transaction(|tx| {
+            let changed = tx
+                .execute(
+                    "UPDATE idem_records SET status = 'completed', response_status = ?1, response_body = ?2, \
+                     locked_until = NULL \
+                     WHERE caller = ?3 AND key = ?4 AND status = 'in_progress' AND attempt = ?5",
+                    params![
+                        completion.response.status,
+                        completion.response.body.0,
+                        scope.caller.0,
+                        scope.key.0,
+                        attempt.0
+                    ],
+                )
+                .map_err(map_err)?;
+            if changed == 0 {
+                return Ok(WriteOutcome::Fenced); // the transaction rolls back on drop
+            }
+            if let Some(effect) = &completion.local_effect {
+                tx.execute(
+                    "INSERT INTO idem_effects (caller, key, effect_id, data) VALUES (?1, ?2, ?3, ?4)",
+                    params![scope.caller.0, scope.key.0, effect.id, effect.data.0],
+                )
+                .map_err(map_err)?;
+            }
+            for m in &completion.outbox {
+                tx.execute(
+                    "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![m.id.0, scope.caller.0, scope.key.0, m.topic, m.payload.0],
+                )
+                .map_err(map_err)?;
+            }
+            Ok(WriteOutcome::Applied)
+        })
+    }
+
+    async fn release(&self, scope: &Scope, attempt: Attempt) -> Result<WriteOutcome, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .execute(
+                "DELETE FROM idem_records WHERE caller = ?1 AND key = ?2 AND status = 'in_progress' AND attempt = ?3",
+                params![scope.caller.0, scope.key.0, attempt.0],
+            )
+            .map_err(map_err)?;
+        Ok(outcome(changed))
+    }
+
+    async fn read(&self, scope: &Scope) -> Result<Option<Record>, StoreError> {
+        select_record(&self.lock(), scope)
+    }
+
+    async fn effects(&self, scope: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached("SELECT effect_id, data FROM idem_effects WHERE caller = ?1 AND key = ?2 ORDER BY seq")
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![scope.caller.0, scope.key.0], |row| {
+                Ok(LocalEffect { id: row.get(0)?, data: Bytes(row.get(1)?) })
+            })
+            .map_err(map_err)?;
+        rows.collect::<Result<_, _>>().map_err(map_err)
+    }
+
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+        let Some(threshold) = now.0.checked_sub(window_ms) else { return Ok(Vec::new()) };
+        let threshold = ms(SimTime(threshold))?;
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "DELETE FROM idem_records WHERE status = 'completed' AND created_at <= ?1 RETURNING caller, key",
+            )
+            .map_err(map_err)?;
+        let rows = stmt.query_map(params![threshold], scope_of).map_err(map_err)?;
+        let mut swept: Vec<Scope> = rows.collect::<Result<_, _>>().map_err(map_err)?;
+        swept.sort();
+        Ok(swept)
+    }
+
+    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT caller, key, {RECORD_COLUMNS} FROM idem_records \
+             WHERE status = 'in_progress' AND locked_until <= ?1 ORDER BY caller, key LIMIT ?2"
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = stmt.query(params![ms(now)?, limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let scope = scope_of(row).map_err(map_err)?;
+            out.push((scope, record_at(row, 2)?));
+        }
+        Ok(out)
+    }
+
+    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT caller, key, message_id, topic, payload FROM idem_outbox WHERE published = 0 ORDER BY seq LIMIT ?1",
+            )
+            .map_err(map_err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map(params![limit], |row| {
+                let message =
+                    OutboxMessage { id: MessageId(row.get(2)?), topic: row.get(3)?, payload: Bytes(row.get(4)?) };
+                Ok(OutboxEntry { scope: scope_of(row)?, message })
+            })
+            .map_err(map_err)?;
+        rows.collect::<Result<_, _>>().map_err(map_err)
+    }
+
+    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .execute("UPDATE idem_outbox SET published = 1 WHERE message_id = ?1", params![id.0])
+            .map_err(map_err)?;
+        Ok(changed > 0)
+    }
+}
+
+fn select_record(conn: &Connection, scope: &Scope) -> Result<Option<Record>, StoreError> {
+    let sql = format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = ?1 AND key = ?2");
+    let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+    let mut rows = stmt.query(params![scope.caller.0, scope.key.0]).map_err(map_err)?;
+    match rows.next().map_err(map_err)? {
+        Some(row) => record_at(row, 0).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Decodes the `RECORD_COLUMNS` starting at column `at`, checking the
+/// invariants a status implies.
+fn record_at(row: &Row<'_>, at: usize) -> Result<Record, StoreError> {
+    let get_err = |e: rusqlite::Error| StoreError::Corrupt(e.to_string());
+    let status: String = row.get(at + 1).map_err(get_err)?;
+    let attempt = attempt_of(row.get(at + 2).map_err(get_err)?)?;
+    let state = match status.as_str() {
+        "in_progress" => {
+            let locked_until: Option<i64> = row.get(at + 3).map_err(get_err)?;
+            let locked_until =
+                locked_until.ok_or_else(|| StoreError::Corrupt("in_progress row without a lease".into()))?;
+            let key: Option<String> = row.get(at + 4).map_err(get_err)?;
+            let data: Option<Vec<u8>> = row.get(at + 5).map_err(get_err)?;
+            let recovery_point =
+                key.map(|k| RecoveryPoint { downstream_key: DownstreamKey(k), data: Bytes(data.unwrap_or_default()) });
+            RecordState::InProgress { attempt, locked_until: time_of(locked_until)?, recovery_point }
+        }
+        "completed" => {
+            let status: Option<u16> = row.get(at + 6).map_err(get_err)?;
+            let body: Option<Vec<u8>> = row.get(at + 7).map_err(get_err)?;
+            let (Some(status), Some(body)) = (status, body) else {
+                return Err(StoreError::Corrupt("completed row without a response".into()));
+            };
+            RecordState::Completed { response: StoredResponse { status, body: Bytes(body) }, attempt }
+        }
+        other => return Err(StoreError::Corrupt(format!("unknown status {other:?}"))),
+    };
+    let fingerprint = Fingerprint(row.get(at).map_err(get_err)?);
+    let created_at = time_of(row.get(at + 8).map_err(get_err)?)?;
+    Ok(Record { fingerprint, created_at, state })
+}
+
+fn scope_of(row: &Row<'_>) -> rusqlite::Result<Scope> {
+    Ok(Scope { caller: CallerId(row.get(0)?), key: IdempotencyKey(row.get(1)?) })
+}
+
+fn outcome(changed: usize) -> WriteOutcome {
+    if changed == 1 {
+        WriteOutcome::Applied
+    } else {
+        WriteOutcome::Fenced
+    }
+}
+
+fn ms(t: SimTime) -> Result<i64, StoreError> {
+    i64::try_from(t.0).map_err(|_| StoreError::Unavailable(format!("time {} ms is beyond SQLite's range", t.0)))
+}
+
+fn time_of(v: i64) -> Result<SimTime, StoreError> {
+    u64::try_from(v).map(SimTime).map_err(|_| StoreError::Corrupt(format!("negative time {v}")))
+}
+
+fn attempt_of(v: i64) -> Result<Attempt, StoreError> {
+    u32::try_from(v).ok().filter(|a| *a >= 1).map(Attempt).ok_or_else(|| StoreError::Corrupt(format!("attempt {v}")))
+}
+
+fn map_err(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ConstraintViolation) => StoreError::Conflict(e.to_string()),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Unavailable(e.to_string()),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt(e.to_string()),
+        _ => StoreError::Unavailable(e.to_string()),
+    }
+}

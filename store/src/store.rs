@@ -1,0 +1,85 @@
+//! The `IdempotencyStore` trait.
+
+use crate::StoreError;
+use async_trait::async_trait;
+use idemsim_model::{
+    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
+    SimTime, Takeover, WriteOutcome,
+};
+
+/// Storage for idempotency records. Every method is one atomic operation in
+/// a real database (one statement or one transaction), and its meaning is
+/// the method of the same name on [`idemsim_model::RefStore`], which the
+/// conformance kit compares it to.
+///
+/// Times are passed in (`now`), never read by the store: the caller's clock
+/// decides when a lease has expired, exactly as a server's clock would.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// A short name for reports (`mem`, `sqlite`, ...).
+    fn name(&self) -> &str;
+
+    /// Atomic insert-if-absent: `Owned(Attempt(1))` for the inserter with a
+    /// lease until `now + lease_ms`, else the existing record as read by the
+    /// same statement. Never check-then-insert.
+    async fn claim(
+        &self,
+        scope: &Scope,
+        fingerprint: &Fingerprint,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Claim, StoreError>;
+
+    /// Fenced takeover: only an `in_progress` record whose lease expired
+    /// (`locked_until <= now`) and whose attempt is `expected` is taken over;
+    /// the attempt is bumped and the lease renewed.
+    async fn take_over(
+        &self,
+        scope: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Takeover, StoreError>;
+
+    /// Writes a recovery point, conditional on `attempt` holding the record.
+    async fn write_recovery_point(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        point: &RecoveryPoint,
+    ) -> Result<WriteOutcome, StoreError>;
+
+    /// Completes the record and commits the local effect and outbox messages
+    /// with it, all in one transaction, conditional on `attempt`. Message ids
+    /// are unique; a store may refuse a duplicate with `Conflict`.
+    async fn complete(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: &Completion,
+    ) -> Result<WriteOutcome, StoreError>;
+
+    /// Deletes an `in_progress` record held by `attempt` (an execution that
+    /// must not be stored, such as a validation error).
+    async fn release(&self, scope: &Scope, attempt: Attempt) -> Result<WriteOutcome, StoreError>;
+
+    /// Reads a record.
+    async fn read(&self, scope: &Scope) -> Result<Option<Record>, StoreError>;
+
+    /// The local effect rows committed for a scope, oldest first.
+    async fn effects(&self, scope: &Scope) -> Result<Vec<LocalEffect>, StoreError>;
+
+    /// Deletes `completed` records with `created_at + window_ms <= now`, never
+    /// `in_progress` ones; returns the swept scopes in scope order.
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError>;
+
+    /// `in_progress` records with `locked_until <= now`, in scope order (by
+    /// caller then key, bytewise), at most `limit`.
+    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError>;
+
+    /// Unpublished outbox messages in commit order, at most `limit`.
+    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Marks a message published; `false` if there is no such message.
+    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError>;
+}

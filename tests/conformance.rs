@@ -1,0 +1,92 @@
+//! The conformance kit passes the real stores and fails broken ones.
+
+use idemsim_store::conformance::{Conformance, Op};
+use idemsim_store::{MemStore, SqliteStore};
+use idemsim_tests::broken::{Broken, Flaw};
+use std::time::Duration;
+
+#[test]
+fn mem_store_conforms() {
+    let verdict =
+        Conformance::new().cases(256).check(|| async { Ok(MemStore::new()) }).unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(verdict.cases, 256);
+    // Not vacuous: the interesting paths were taken.
+    let s = &verdict.stats;
+    assert!(s.takeovers_granted > 0 && s.writes_fenced > 0 && s.completions > 0 && s.sweeps_deleting > 0, "{verdict}");
+}
+
+#[test]
+fn sqlite_store_conforms() {
+    let verdict =
+        Conformance::new().cases(256).check(|| async { SqliteStore::in_memory() }).unwrap_or_else(|f| panic!("{f}"));
+    let s = &verdict.stats;
+    assert!(s.takeovers_granted > 0 && s.stale_found > 0 && s.messages_published > 0, "{verdict}");
+}
+
+#[test]
+fn sqlite_file_store_conforms() {
+    let dir = std::env::temp_dir().join(format!("idemsim-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let counter = std::cell::Cell::new(0u32);
+    let result = Conformance::new().cases(32).check(|| {
+        counter.set(counter.get() + 1);
+        let path = dir.join(format!("case-{}.db", counter.get()));
+        async move { SqliteStore::open(&path) }
+    });
+    std::fs::remove_dir_all(&dir).ok();
+    result.unwrap_or_else(|f| panic!("{f}"));
+}
+
+#[test]
+fn an_unfenced_completion_fails_and_shrinks_to_a_short_story() {
+    let failure = Conformance::new()
+        .cases(256)
+        .check(|| async { Ok(Broken::new(Flaw::UnfencedCompletion)) })
+        .expect_err("the broken store must fail");
+    // The minimal story is a claim and a completion by an attempt that does
+    // not hold the record (or a takeover in between): a handful of steps.
+    assert!(failure.minimal.len() <= 5, "not shrunk enough:\n{failure}");
+    assert!(matches!(failure.minimal.last(), Some(Op::Complete { .. })), "{failure}");
+    assert!(failure.reason.contains("complete") && failure.reason.contains("Fenced"), "{failure}");
+    let text = failure.to_string();
+    assert!(text.contains("reproduce with seed 0"), "{text}");
+}
+
+#[test]
+fn a_panicking_store_is_reported_not_propagated() {
+    let failure = Conformance::new()
+        .cases(64)
+        .check(|| async { Ok(Broken::new(Flaw::PanicsOnTakeover)) })
+        .expect_err("a panicking store fails");
+    assert!(failure.reason.contains("panicked: deliberate panic in take_over"), "{failure}");
+    assert_eq!(failure.minimal.len(), 1, "{failure}");
+}
+
+#[test]
+fn a_hanging_store_is_reported_as_hung() {
+    let failure = Conformance::new()
+        .cases(8)
+        .ops_max(3)
+        .op_timeout(Duration::from_millis(50))
+        .shrink_time(Duration::from_secs(2))
+        .check(|| async { Ok(Broken::new(Flaw::HangsOnRead)) })
+        .expect_err("a hanging store fails");
+    assert!(failure.reason.contains("did not answer within 50 ms"), "{failure}");
+}
+
+#[test]
+fn a_store_that_cannot_be_created_is_a_setup_failure() {
+    let failure = Conformance::new()
+        .check(|| async { SqliteStore::open(std::path::Path::new("/nonexistent/dir/x.db")) })
+        .expect_err("setup fails");
+    assert!(failure.reason.contains("could not create a fresh store"), "{failure}");
+    assert!(failure.minimal.is_empty());
+}
+
+#[test]
+fn the_same_seed_draws_the_same_failure() {
+    let run = |seed| {
+        Conformance::new().seed(seed).check(|| async { Ok(Broken::new(Flaw::UnfencedCompletion)) }).unwrap_err().minimal
+    };
+    assert_eq!(run(7), run(7));
+}

@@ -1,0 +1,3 @@
+//! The integration suite: one binary, one module per concern.
+
+mod conformance;
