@@ -86,7 +86,6 @@ impl Coverage {
 struct Tracker<'i, 'h> {
     index: Option<&'i Index<'h>>,
     completed: BTreeSet<&'h Scope>,
-    received: BTreeSet<RequestId>,
     /// Executions that began (recovery point or downstream call), not finished.
     begun: BTreeSet<(&'h Scope, Attempt)>,
     /// Executions that called the dependency, by the calling node.
@@ -120,21 +119,18 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.begun.remove(&(scope, *attempt));
                 self.calling.remove(&(scope, *attempt));
                 match by {
-                    Origin::Request(req) => {
+                    Origin::Request { req, .. } => {
                         self.committed_unanswered.insert(*req);
                     }
                     Origin::Reconciler => c.reconciler_completed += 1,
-                    Origin::Sweeper => {}
+                    Origin::Sweeper | Origin::Relay => {}
                 }
             }
             Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
                 self.completed.remove(scope);
             }
-            Event::RequestReceived { req, .. } => {
-                let duplicate = !self.received.insert(*req);
-                if duplicate && self.scope_completed(*req) {
-                    c.duplicate_after_completion += 1;
-                }
+            Event::RequestReceived { req, copy, .. } if *copy > 1 && self.scope_completed(*req) => {
+                c.duplicate_after_completion += 1;
             }
             Event::ResponseSent { answer, .. } => match answer {
                 Answer::Replayed => c.replay += 1,
@@ -202,9 +198,9 @@ mod tests {
         let mut s = Story::new();
         let fp = crate::Fingerprint("f".into());
         s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
-        s.at(NodeId::Server(0), Event::RequestReceived { req: req(1, 1), fingerprint: fp.clone() });
+        s.at(NodeId::Server(0), Event::RequestReceived { req: req(1, 1), copy: 1, fingerprint: fp.clone() });
         s.completed(by(1, 1), &scope(), 1, ok("x"));
-        s.at(NodeId::Server(1), Event::RequestReceived { req: req(1, 1), fingerprint: fp });
+        s.at(NodeId::Server(1), Event::RequestReceived { req: req(1, 1), copy: 2, fingerprint: fp });
         s.answered(req(1, 1), Answer::Replayed, ok("x"));
         let c = Coverage::of(&s.history);
         assert_eq!(c.duplicate_after_completion, 1);

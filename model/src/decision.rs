@@ -18,8 +18,11 @@ pub enum Decision {
     InFlight,
     /// Same key, completed: the stored response, byte for byte.
     Replay(StoredResponse),
-    /// The claim inserted the record: execute with attempt 1.
-    Execute,
+    /// The claim inserted the record: execute holding this attempt.
+    Execute {
+        /// The attempt the claim granted.
+        attempt: Attempt,
+    },
     /// The lease expired: take the record over, fenced on this attempt, and
     /// resume from the recovery point if there is one.
     TakeOver {
@@ -52,10 +55,7 @@ pub fn decide(fingerprint: &Fingerprint, claim: Option<&Claim>, now: SimTime) ->
         return Decision::MissingKey;
     };
     let record = match claim {
-        Claim::Owned(attempt) => {
-            assert_eq!(*attempt, Attempt::FIRST, "a fresh claim always grants attempt 1");
-            return Decision::Execute;
-        }
+        Claim::Owned(attempt) => return Decision::Execute { attempt: *attempt },
         Claim::Existing(record) => record,
     };
     if record.fingerprint != *fingerprint {
@@ -109,7 +109,9 @@ mod tests {
         // (request fingerprint, claim, now, expected)
         let table: Vec<(&str, Option<Claim>, u64, Decision)> = vec![
             ("a", None, 0, Decision::MissingKey),
-            ("a", Some(Claim::Owned(Attempt::FIRST)), 0, Decision::Execute),
+            ("a", Some(Claim::Owned(Attempt::FIRST)), 0, Decision::Execute { attempt: Attempt::FIRST }),
+            // A claim after a release continues the attempt count.
+            ("a", Some(Claim::Owned(Attempt(3))), 0, Decision::Execute { attempt: Attempt(3) }),
             ("b", Some(in_progress("a", 1, 100, false)), 50, Decision::Mismatch),
             ("b", Some(in_progress("a", 1, 100, false)), 500, Decision::Mismatch),
             ("b", Some(completed("a", 201)), 0, Decision::Mismatch),
@@ -141,12 +143,6 @@ mod tests {
         assert_eq!(Decision::MissingKey.rejection_status(), Some(400));
         assert_eq!(Decision::Mismatch.rejection_status(), Some(422));
         assert_eq!(Decision::InFlight.rejection_status(), Some(409));
-        assert_eq!(Decision::Execute.rejection_status(), None);
-    }
-
-    #[test]
-    #[should_panic(expected = "attempt 1")]
-    fn a_fresh_claim_with_another_attempt_is_a_programmer_error() {
-        decide(&fp("a"), Some(&Claim::Owned(Attempt(2))), SimTime(0));
+        assert_eq!(Decision::Execute { attempt: Attempt::FIRST }.rejection_status(), None);
     }
 }

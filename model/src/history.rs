@@ -64,12 +64,20 @@ pub struct Entry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
-    /// A server handling this request.
-    Request(RequestId),
+    /// A server handling copy `copy` of this request (a network duplicate
+    /// of one send is handled again as copy 2, 3, ...).
+    Request {
+        /// The send being handled.
+        req: RequestId,
+        /// Which delivered copy of it.
+        copy: u32,
+    },
     /// The reconciler resuming a stale record.
     Reconciler,
     /// The sweeper.
     Sweeper,
+    /// The outbox relay.
+    Relay,
 }
 
 /// How a server arrived at the response it sent.
@@ -160,12 +168,19 @@ pub enum Fault {
         /// The node.
         node: NodeId,
     },
-    /// Messages from `from` to `to` are cut.
+    /// A node was cut off: what it sends, what it receives, or both.
     Partitioned {
-        /// Sending side.
-        from: NodeId,
-        /// Receiving side.
-        to: NodeId,
+        /// The node.
+        node: NodeId,
+        /// Its outgoing messages are lost.
+        outgoing: bool,
+        /// Its incoming messages are lost.
+        incoming: bool,
+    },
+    /// A partitioned node was reconnected.
+    Reconnected {
+        /// The node.
+        node: NodeId,
     },
     /// All partitions were repaired.
     PartitionsHealed,
@@ -212,6 +227,8 @@ pub enum Event {
     RequestReceived {
         /// Operation and try.
         req: RequestId,
+        /// 1 for the first delivery of this send, 2 for a duplicate, ...
+        copy: u32,
         /// The fingerprint the server computed.
         fingerprint: Fingerprint,
     },
@@ -219,6 +236,8 @@ pub enum Event {
     ResponseSent {
         /// The request answered.
         req: RequestId,
+        /// Which delivered copy was answered.
+        copy: u32,
         /// How the answer was reached.
         answer: Answer,
         /// The response.
@@ -301,6 +320,17 @@ pub enum Event {
         scope: Scope,
         /// The attempt it was conditional on.
         expected: Attempt,
+    },
+    /// A server (or the reconciler) began executing, holding `attempt`.
+    /// Each grant starts at most one execution; two executions sharing an
+    /// attempt share a fencing token.
+    ExecutionStarted {
+        /// Who executes.
+        by: Origin,
+        /// The record.
+        scope: Scope,
+        /// The attempt it holds.
+        attempt: Attempt,
     },
     /// A recovery point was accepted.
     RecoveryPointWritten {
@@ -418,6 +448,16 @@ pub enum Event {
         /// Which.
         phase: Phase,
     },
+}
+
+impl Origin {
+    /// The request behind this origin, if it is one.
+    pub fn request(self) -> Option<RequestId> {
+        match self {
+            Origin::Request { req, .. } => Some(req),
+            _ => None,
+        }
+    }
 }
 
 impl History {

@@ -18,7 +18,7 @@
 //! let scope = Scope::new("acme", "8e03978e");
 //! let fp = Fingerprint::of("POST", "/charges", br#"{"amount": 500}"#);
 //! let first = store.claim(&scope, &fp, SimTime(0), 1_000);
-//! assert_eq!(decide(&fp, Some(&first), SimTime(0)), Decision::Execute);
+//! assert_eq!(decide(&fp, Some(&first), SimTime(0)), Decision::Execute { attempt: idemsim_model::Attempt(1) });
 //!
 //! // The same request again while the lease is live: 409.
 //! let again = store.claim(&scope, &fp, SimTime(10), 1_000);

@@ -112,7 +112,8 @@ pub struct OutboxEntry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Claim {
-    /// This caller inserted the record and owns the execution.
+    /// This caller inserted the record and owns the execution with this
+    /// attempt: 1, or one more than a released record of the key held.
     Owned(Attempt),
     /// A record already existed; it is returned as read in the same statement.
     Existing(Record),

@@ -13,6 +13,11 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct RefStore {
     records: BTreeMap<Scope, Record>,
+    /// Released records leave a tombstone with their attempt, so a later
+    /// claim of the key continues the count: a fencing token is never
+    /// reused for a key (deleting the row would reset it to 1, letting a
+    /// stale holder of the old record write into the new one).
+    tombstones: BTreeMap<Scope, (Attempt, SimTime)>,
     effects: BTreeMap<Scope, Vec<LocalEffect>>,
     outbox: Vec<(OutboxEntry, bool)>,
 }
@@ -23,19 +28,17 @@ impl RefStore {
         RefStore::default()
     }
 
-    /// Atomic insert-if-absent. The inserter owns attempt 1 with a lease until
-    /// `now + lease_ms`; anyone else gets the existing record.
+    /// Atomic insert-if-absent. The inserter owns the execution with a lease
+    /// until `now + lease_ms`, holding attempt 1, or one more than a released
+    /// record of the same key held; anyone else gets the existing record.
     pub fn claim(&mut self, scope: &Scope, fingerprint: &Fingerprint, now: SimTime, lease_ms: u64) -> Claim {
         if let Some(existing) = self.records.get(scope) {
             return Claim::Existing(existing.clone());
         }
-        let state = RecordState::InProgress {
-            attempt: Attempt::FIRST,
-            locked_until: now.plus_ms(lease_ms),
-            recovery_point: None,
-        };
+        let attempt = self.tombstones.remove(scope).map_or(Attempt::FIRST, |(a, _)| a.next());
+        let state = RecordState::InProgress { attempt, locked_until: now.plus_ms(lease_ms), recovery_point: None };
         self.records.insert(scope.clone(), Record { fingerprint: fingerprint.clone(), created_at: now, state });
-        Claim::Owned(Attempt::FIRST)
+        Claim::Owned(attempt)
     }
 
     /// Takes over an `in_progress` record whose lease expired (`locked_until
@@ -83,13 +86,16 @@ impl RefStore {
         WriteOutcome::Applied
     }
 
-    /// Deletes the record (an execution that must not be stored, such as a
-    /// validation error), if `attempt` still holds it.
+    /// Releases the record (an execution that must not be stored, such as a
+    /// validation error), if `attempt` still holds it: the key reads as
+    /// absent again, and a tombstone keeps the attempt count.
     pub fn release(&mut self, scope: &Scope, attempt: Attempt) -> WriteOutcome {
         if self.held_state(scope, attempt).is_none() {
             return WriteOutcome::Fenced;
         }
-        self.records.remove(scope);
+        if let Some(record) = self.records.remove(scope) {
+            self.tombstones.insert(scope.clone(), (attempt, record.created_at));
+        }
         WriteOutcome::Applied
     }
 
@@ -105,7 +111,9 @@ impl RefStore {
 
     /// Deletes `completed` records created at or before `now - window_ms`;
     /// never touches `in_progress` ones. Returns the swept scopes in order.
+    /// Tombstones as old go too, silently.
     pub fn sweep(&mut self, now: SimTime, window_ms: u64) -> Vec<Scope> {
+        self.tombstones.retain(|_, (_, created_at)| created_at.plus_ms(window_ms) > now);
         let expired: Vec<Scope> = self
             .records
             .iter()
@@ -228,7 +236,20 @@ mod tests {
         s.claim(&scope, &fp(), SimTime(0), LEASE);
         assert_eq!(s.release(&scope, Attempt(1)), WriteOutcome::Applied);
         assert_eq!(s.read(&scope), None);
-        assert_eq!(s.claim(&scope, &Fingerprint("g".into()), SimTime(1), LEASE), Claim::Owned(Attempt::FIRST));
+        // The attempt count goes on: a stale holder of attempt 1 stays fenced.
+        assert_eq!(s.claim(&scope, &Fingerprint("g".into()), SimTime(1), LEASE), Claim::Owned(Attempt(2)));
+        assert_eq!(s.complete(&scope, Attempt(1), &done("stale")), WriteOutcome::Fenced);
+        assert_eq!(s.complete(&scope, Attempt(2), &done("fresh")), WriteOutcome::Applied);
+    }
+
+    #[test]
+    fn old_tombstones_are_swept_silently() {
+        let mut s = RefStore::new();
+        let scope = Scope::new("a", "k");
+        s.claim(&scope, &fp(), SimTime(0), LEASE);
+        s.release(&scope, Attempt(1));
+        assert_eq!(s.sweep(SimTime(5_000), 1_000), Vec::<Scope>::new());
+        assert_eq!(s.claim(&scope, &fp(), SimTime(5_001), LEASE), Claim::Owned(Attempt::FIRST));
     }
 
     #[test]

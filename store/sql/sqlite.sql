@@ -7,7 +7,9 @@ CREATE TABLE IF NOT EXISTS idem_records (
     caller          TEXT    NOT NULL,
     key             TEXT    NOT NULL,
     fingerprint     TEXT    NOT NULL,
-    status          TEXT    NOT NULL CHECK (status IN ('in_progress', 'completed')),
+    -- 'released' is a tombstone: the key reads as absent, but the attempt
+    -- count survives, so a re-claim never reissues a fencing token.
+    status          TEXT    NOT NULL CHECK (status IN ('in_progress', 'completed', 'released')),
     attempt         INTEGER NOT NULL CHECK (attempt >= 1),  -- the fencing token
     locked_until    INTEGER,                                -- lease, while in_progress
     recovery_key    TEXT,                                   -- downstream key of the recovery point

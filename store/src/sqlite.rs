@@ -76,7 +76,12 @@ impl IdempotencyStore for SqliteStore {
                 .query_row(
                     "INSERT INTO idem_records (caller, key, fingerprint, status, attempt, locked_until, created_at) \
                      VALUES (?1, ?2, ?3, 'in_progress', 1, ?4, ?5) \
-                     ON CONFLICT (caller, key) DO NOTHING RETURNING attempt",
+                     ON CONFLICT (caller, key) DO UPDATE SET fingerprint = excluded.fingerprint, \
+                       status = 'in_progress', attempt = idem_records.attempt + 1, \
+                       locked_until = excluded.locked_until, created_at = excluded.created_at, \
+                       recovery_key = NULL, recovery_data = NULL, response_status = NULL, response_body = NULL \
+                     WHERE idem_records.status = 'released' \
+                     RETURNING attempt",
                     params![scope.caller.0, scope.key.0, fp.0, until_ms, now_ms],
                     |row| row.get(0),
                 )
@@ -179,7 +184,8 @@ impl IdempotencyStore for SqliteStore {
         let conn = self.lock();
         let changed = conn
             .execute(
-                "DELETE FROM idem_records WHERE caller = ?1 AND key = ?2 AND status = 'in_progress' AND attempt = ?3",
+                "UPDATE idem_records SET status = 'released', locked_until = NULL \
+                 WHERE caller = ?1 AND key = ?2 AND status = 'in_progress' AND attempt = ?3",
                 params![scope.caller.0, scope.key.0, attempt.0],
             )
             .map_err(map_err)?;
@@ -209,11 +215,16 @@ impl IdempotencyStore for SqliteStore {
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
-                "DELETE FROM idem_records WHERE status = 'completed' AND created_at <= ?1 RETURNING caller, key",
+                "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= ?1 \
+                 RETURNING caller, key, status",
             )
             .map_err(map_err)?;
-        let rows = stmt.query_map(params![threshold], scope_of).map_err(map_err)?;
-        let mut swept: Vec<Scope> = rows.collect::<Result<_, _>>().map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![threshold], |row| Ok((scope_of(row)?, row.get::<_, String>(2)? == "completed")))
+            .map_err(map_err)?;
+        let rows: Vec<(Scope, bool)> = rows.collect::<Result<_, _>>().map_err(map_err)?;
+        // Tombstones go silently; only completed records count as swept.
+        let mut swept: Vec<Scope> = rows.into_iter().filter(|(_, completed)| *completed).map(|(s, _)| s).collect();
         swept.sort();
         Ok(swept)
     }
@@ -263,7 +274,8 @@ impl IdempotencyStore for SqliteStore {
 }
 
 fn select_record(conn: &Connection, scope: &Scope) -> Result<Option<Record>, StoreError> {
-    let sql = format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = ?1 AND key = ?2");
+    let sql =
+        format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = ?1 AND key = ?2 AND status <> 'released'");
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let mut rows = stmt.query(params![scope.caller.0, scope.key.0]).map_err(map_err)?;
     match rows.next().map_err(map_err)? {

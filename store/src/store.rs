@@ -19,9 +19,10 @@ pub trait IdempotencyStore: Send + Sync {
     /// A short name for reports (`mem`, `sqlite`, ...).
     fn name(&self) -> &str;
 
-    /// Atomic insert-if-absent: `Owned(Attempt(1))` for the inserter with a
+    /// Atomic insert-if-absent: `Owned(attempt)` for the inserter with a
     /// lease until `now + lease_ms`, else the existing record as read by the
-    /// same statement. Never check-then-insert.
+    /// same statement. Never check-then-insert. The attempt is 1 for a new
+    /// key and continues the count of a released one (see `release`).
     async fn claim(
         &self,
         scope: &Scope,
@@ -59,8 +60,10 @@ pub trait IdempotencyStore: Send + Sync {
         completion: &Completion,
     ) -> Result<WriteOutcome, StoreError>;
 
-    /// Deletes an `in_progress` record held by `attempt` (an execution that
-    /// must not be stored, such as a validation error).
+    /// Releases an `in_progress` record held by `attempt` (an execution that
+    /// must not be stored, such as a validation error): the key reads as
+    /// absent again, but the attempt count must survive (a tombstone), so a
+    /// later claim never reissues a fencing token a stale holder still has.
     async fn release(&self, scope: &Scope, attempt: Attempt) -> Result<WriteOutcome, StoreError>;
 
     /// Reads a record.

@@ -1,6 +1,7 @@
 //! Property 3: no write of attempt `a` is accepted after an attempt `> a` was
 //! granted for that key, and every takeover grants a strictly larger attempt
-//! (otherwise two holders share one fencing token).
+//! (otherwise two holders share one fencing token). No two executions start
+//! holding the same attempt of one record.
 
 use super::{Property, Violation};
 use crate::history::{Event, History};
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 pub(super) fn check(history: &History) -> Vec<Violation> {
     // Per scope: the highest attempt granted in the record's current lifetime.
     let mut granted: BTreeMap<&Scope, (Attempt, usize)> = BTreeMap::new();
+    let mut started: BTreeMap<(&Scope, Attempt), usize> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -29,6 +31,15 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                 let top = granted.get(scope).map_or(*attempt, |&(max, _)| max.max(*attempt));
                 granted.insert(scope, (top, i));
             }
+            Event::ExecutionStarted { scope, attempt, .. } => {
+                if let Some(first) = started.insert((scope, *attempt), i) {
+                    out.push(Violation::new(
+                        Property::Fencing,
+                        vec![first, i],
+                        format!("two executions of {scope} hold attempt {attempt} (the first started at #{first}): they share a fencing token"),
+                    ));
+                }
+            }
             Event::RecoveryPointWritten { scope, attempt, .. } => {
                 stale(&granted, scope, *attempt, i, "recovery point", &mut out)
             }
@@ -41,9 +52,11 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
             Event::Released { scope, attempt, .. } => {
                 stale(&granted, scope, *attempt, i, "release", &mut out);
                 granted.remove(scope);
+                started.retain(|(s, _), _| *s != scope);
             }
             Event::RecordSwept { scope, .. } => {
                 granted.remove(scope);
+                started.retain(|(s, _), _| *s != scope);
             }
             _ => {}
         }
@@ -110,6 +123,24 @@ mod tests {
         let v = check(&s.history);
         assert_eq!(v.len(), 1);
         assert!(v[0].explanation.contains("share a fencing token"));
+    }
+
+    #[test]
+    fn two_executions_with_one_attempt_are_a_violation() {
+        let mut s = Story::new();
+        let start = |s: &mut Story, op| {
+            s.at(
+                crate::NodeId::Server(0),
+                Event::ExecutionStarted { by: by(op, 1), scope: scope(), attempt: crate::Attempt(1) },
+            )
+        };
+        s.claimed(by(1, 1), &scope(), "f");
+        let first = start(&mut s, 1);
+        let second = start(&mut s, 2);
+        let v = check(&s.history);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![first, second]);
+        assert!(v[0].explanation.contains("two executions"));
     }
 
     #[test]

@@ -38,9 +38,6 @@ impl<'h> Index<'h> {
 
     /// The caller on whose behalf `origin` acted, when it was a request.
     pub fn caller_of(&self, origin: Origin) -> Option<&'h CallerId> {
-        match origin {
-            Origin::Request(req) => self.request(req).map(|(_, r)| &r.caller),
-            Origin::Reconciler | Origin::Sweeper => None,
-        }
+        self.request(origin.request()?).map(|(_, r)| &r.caller)
     }
 }

@@ -35,17 +35,23 @@ pub(super) fn check(history: &History, _index: &Index) -> Vec<Violation> {
                         flag(vec![i], format!("{req} got {s}, which is not transient, and was retried"));
                     }
                 }
-                let bound = policy.backoff_max_ms(next);
-                if *wait_ms > bound {
-                    flag(vec![i], format!("{req}: retry wait {wait_ms} ms exceeds the full-jitter bound {bound} ms"));
-                }
-                if let Some(&(at, ms)) = retry_after.get(req) {
+                let hint = retry_after.get(req).copied();
+                if let Some((at, ms)) = hint {
                     if *wait_ms < ms {
                         flag(
                             vec![at, i],
                             format!("{req}: retry wait {wait_ms} ms is shorter than Retry-After {ms} ms"),
                         );
                     }
+                }
+                // Retry-After wins over the jitter bound when it is longer.
+                let bound = policy.backoff_max_ms(next).max(hint.map_or(0, |(_, ms)| ms));
+                if *wait_ms > bound {
+                    flag(vec![i], format!("{req}: retry wait {wait_ms} ms exceeds the full-jitter bound {bound} ms"));
+                }
+                let bucket = buckets.entry(entry.node).or_insert_with(|| TokenBucket::new(&policy.budget));
+                if !bucket.try_spend() {
+                    flag(vec![i], format!("{req}: retry scheduled with the retry budget of {} exhausted", entry.node));
                 }
                 scheduled.insert(req.op, (i, entry.at, *wait_ms));
             }
@@ -79,10 +85,6 @@ pub(super) fn check(history: &History, _index: &Index) -> Vec<Violation> {
                     if f.key != request.key.as_ref() {
                         flag(vec![i], format!("{req} used a different idempotency key than its first send: a new key is a new operation"));
                     }
-                }
-                let bucket = buckets.entry(entry.node).or_insert_with(|| TokenBucket::new(&policy.budget));
-                if !bucket.try_spend() {
-                    flag(vec![i], format!("{req} retried with the retry budget of {} exhausted", entry.node));
                 }
             }
             _ => {}
@@ -175,6 +177,25 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_after_longer_than_the_jitter_bound_wins() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), keyed());
+        s.at(
+            NodeId::Client(0),
+            Event::ResponseReceived {
+                req: req(1, 1),
+                answer: Answer::InFlight,
+                response: StoredResponse::new(409, ""),
+                retry_after_ms: Some(900),
+            },
+        );
+        retry(&mut s, req(1, 1), 900, RetryCause::Status(409));
+        s.wait(900);
+        s.send(0, req(1, 2), keyed());
+        assert_eq!(check_story(&s), vec![]);
+    }
+
+    #[test]
     fn a_new_key_an_early_send_and_an_unscheduled_retry_are_violations() {
         let mut s = Story::new();
         s.send(0, req(1, 1), keyed());
@@ -206,8 +227,8 @@ mod tests {
         let v = check_story(&s);
         let text: Vec<String> = v.iter().map(|v| v.explanation.clone()).collect();
         assert_eq!(v.len(), 2, "{text:?}");
-        assert!(text[0].contains("deadline"));
-        assert!(text[1].contains("budget"));
+        assert!(text[0].contains("budget"));
+        assert!(text[1].contains("deadline"));
     }
 
     #[test]

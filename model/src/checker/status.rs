@@ -19,30 +19,31 @@ enum Looked<'h> {
 }
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut claims: BTreeMap<RequestId, (usize, Looked)> = BTreeMap::new();
-    let mut stored_by: BTreeMap<RequestId, usize> = BTreeMap::new();
+    // Keyed by handling: a duplicate copy of one send is judged on its own.
+    let mut claims: BTreeMap<(RequestId, u32), (usize, Looked)> = BTreeMap::new();
+    let mut stored_by: BTreeMap<(RequestId, u32), usize> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
-            Event::Claimed { by: Origin::Request(req), .. } => {
-                claims.insert(*req, (i, Looked::Owned));
+            Event::Claimed { by: Origin::Request { req, copy }, .. } => {
+                claims.insert((*req, *copy), (i, Looked::Owned));
             }
-            Event::ClaimFound { by: Origin::Request(req), record, as_of, .. } => {
-                claims.insert(*req, (i, Looked::Found(record, *as_of)));
+            Event::ClaimFound { by: Origin::Request { req, copy }, record, as_of, .. } => {
+                claims.insert((*req, *copy), (i, Looked::Found(record, *as_of)));
             }
-            Event::CompletionWritten { by: Origin::Request(req), .. } => {
-                stored_by.insert(*req, i);
+            Event::CompletionWritten { by: Origin::Request { req, copy }, .. } => {
+                stored_by.insert((*req, *copy), i);
             }
-            Event::ResponseSent { req, answer, response, .. } => {
+            Event::ResponseSent { req, copy, answer, response, .. } => {
                 let Some((_, request)) = index.request(*req) else {
                     continue;
                 };
-                let judged = judge(request, *answer, response.status, claims.get(req));
+                let judged = judge(request, *answer, response.status, claims.get(&(*req, *copy)));
                 if let Some((mut events, why)) = judged {
                     events.push(i);
                     out.push(Violation::new(Property::StatusRules, events, format!("{req}: {why}")));
                 }
-                if let (Answer::Invalid, Some(at)) = (answer, stored_by.get(req)) {
+                if let (Answer::Invalid, Some(at)) = (answer, stored_by.get(&(*req, *copy))) {
                     out.push(Violation::new(
                         Property::StatusRules,
                         vec![*at, i],
@@ -78,6 +79,11 @@ fn judge(
     }
     if answer == Answer::MissingKey {
         return Some((vec![], "a request with a key was answered 400 missing-key".to_string()));
+    }
+    if answer == Answer::Unavailable {
+        // A server that lost its store (or the reply) answers 503 whatever
+        // the record says: it never saw the record.
+        return None;
     }
     let (at, looked) = claim?;
     let why = match looked {
@@ -116,7 +122,10 @@ mod tests {
 
     fn found(s: &mut Story, r: RequestId, fingerprint: &crate::Fingerprint, state: RecordState) -> usize {
         let record = Record { fingerprint: fingerprint.clone(), created_at: SimTime(0), state };
-        s.at(NodeId::Db, Event::ClaimFound { by: Origin::Request(r), scope: scope(), record, as_of: SimTime(10) })
+        s.at(
+            NodeId::Db,
+            Event::ClaimFound { by: Origin::Request { req: r, copy: 1 }, scope: scope(), record, as_of: SimTime(10) },
+        )
     }
 
     fn completed_state() -> RecordState {
@@ -166,6 +175,41 @@ mod tests {
         let v = check_story(&s);
         assert_eq!(v.len(), 1);
         assert!(v[0].explanation.contains("InFlight"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_duplicate_copy_is_judged_by_its_own_claim() {
+        let mut s = Story::new();
+        let r = request("acme", Some("k1"), "/orders", "{}");
+        s.send(0, req(1, 1), r.clone());
+        s.claimed(by(1, 1), &scope(), &r.fingerprint().0);
+        let live = RecordState::InProgress { attempt: Attempt(1), locked_until: SimTime(500), recovery_point: None };
+        let record = Record { fingerprint: r.fingerprint(), created_at: SimTime(0), state: live };
+        let copy2 = Origin::Request { req: req(1, 1), copy: 2 };
+        s.at(NodeId::Db, Event::ClaimFound { by: copy2, scope: scope(), record, as_of: SimTime(10) });
+        s.at(
+            NodeId::Server(1),
+            Event::ResponseSent {
+                req: req(1, 1),
+                copy: 2,
+                answer: Answer::InFlight,
+                response: StoredResponse::new(409, ""),
+                retry_after_ms: None,
+            },
+        );
+        s.answered(req(1, 1), Answer::Executed, ok("x"));
+        // A server whose claim reply was lost answers 503: never a violation.
+        s.at(
+            NodeId::Server(1),
+            Event::ResponseSent {
+                req: req(1, 1),
+                copy: 2,
+                answer: Answer::Unavailable,
+                response: StoredResponse::new(503, ""),
+                retry_after_ms: None,
+            },
+        );
+        assert_eq!(check_story(&s), vec![]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub fn req(op: u32, try_no: u32) -> RequestId {
 }
 
 pub fn by(op: u32, try_no: u32) -> Origin {
-    Origin::Request(req(op, try_no))
+    Origin::Request { req: req(op, try_no), copy: 1 }
 }
 
 pub fn scope() -> Scope {
@@ -95,7 +95,7 @@ impl Story {
     }
 
     pub fn answered(&mut self, r: RequestId, answer: Answer, response: StoredResponse) -> usize {
-        self.at(NodeId::Server(0), Event::ResponseSent { req: r, answer, response, retry_after_ms: None })
+        self.at(NodeId::Server(0), Event::ResponseSent { req: r, copy: 1, answer, response, retry_after_ms: None })
     }
 
     pub fn received(&mut self, client: u32, r: RequestId, answer: Answer, response: StoredResponse) -> usize {
