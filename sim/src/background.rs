@@ -1,0 +1,96 @@
+//! Background jobs: the reconciler that finishes stale `in_progress`
+//! records, the sweeper that expires old ones, and the outbox relay.
+
+use crate::execution::{completion, request_from};
+use crate::msg::{CallBody, ReplyBody, StoreOp, StoreReply};
+use crate::node::{sleep_ms, Node};
+use idemsim_model::history::Origin;
+use idemsim_model::{Event, NodeId, Record, RecordState, Scope, Takeover};
+use std::rc::Rc;
+
+const BATCH: usize = 16;
+
+async fn store(node: &Node, origin: Origin, op: StoreOp) -> Option<StoreReply> {
+    let timeout = node.sim.with(|w| w.config.protocol.store_timeout_ms);
+    match node.call(NodeId::Db, origin, CallBody::Store(op), timeout).await? {
+        ReplyBody::Store(StoreReply::Failed(_)) => None,
+        ReplyBody::Store(reply) => Some(reply),
+        _ => None,
+    }
+}
+
+/// Every `reconcile_interval_ms`: take over stale records and finish them
+/// from their recovery point, or release them when nothing had begun.
+pub(crate) async fn reconciler(node: Rc<Node>) {
+    let interval = node.sim.with(|w| w.config.protocol.reconcile_interval_ms);
+    loop {
+        sleep_ms(interval).await;
+        let now = node.now();
+        let Some(StoreReply::Stale(stale)) =
+            store(&node, Origin::Reconciler, StoreOp::StaleInProgress { now, limit: BATCH }).await
+        else {
+            continue;
+        };
+        for (scope, record) in stale {
+            resume(&node, scope, record).await;
+        }
+    }
+}
+
+async fn resume(node: &Node, scope: Scope, record: Record) {
+    let RecordState::InProgress { attempt, recovery_point, .. } = record.state else { return };
+    let lease_ms = node.sim.with(|w| w.config.protocol.lease_ms);
+    let op = StoreOp::TakeOver { scope: scope.clone(), expected: attempt, now: node.now(), lease_ms };
+    let Some(StoreReply::Takeover(Takeover::Granted(attempt))) = store(node, Origin::Reconciler, op).await else {
+        return;
+    };
+    node.sim.record(node.id, Event::ExecutionStarted { by: Origin::Reconciler, scope: scope.clone(), attempt });
+    let resumable = recovery_point.and_then(|p| request_from(&p.data).map(|r| (p.downstream_key, r)));
+    let Some((downstream_key, request)) = resumable else {
+        // Nothing external began: release, so the next retry executes afresh.
+        let _ = store(node, Origin::Reconciler, StoreOp::Release { scope, attempt }).await;
+        return;
+    };
+    let timeout = node.sim.with(|w| w.config.protocol.downstream_timeout_ms);
+    let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
+    let Some(ReplyBody::Charged { charge_id }) = node.call(NodeId::Downstream, Origin::Reconciler, body, timeout).await
+    else {
+        return;
+    };
+    let completion = completion(&scope, &request, Some(&charge_id));
+    let _ = store(node, Origin::Reconciler, StoreOp::Complete { scope, attempt, completion }).await;
+}
+
+/// Every `sweep_interval_ms`: delete completed records older than the
+/// sweep window.
+pub(crate) async fn sweeper(node: Rc<Node>) {
+    let (interval, window_ms) =
+        node.sim.with(|w| (w.config.protocol.sweep_interval_ms, w.config.protocol.sweep_window_ms));
+    loop {
+        sleep_ms(interval).await;
+        let now = node.now();
+        let _ = store(&node, Origin::Sweeper, StoreOp::Sweep { now, window_ms }).await;
+    }
+}
+
+/// Every `relay_interval_ms`: publish committed outbox messages, marking
+/// each published once the consumer acknowledged it.
+pub(crate) async fn relay(node: Rc<Node>) {
+    let interval = node.sim.with(|w| w.config.protocol.relay_interval_ms);
+    loop {
+        sleep_ms(interval).await;
+        let Some(StoreReply::Outbox(pending)) =
+            store(&node, Origin::Relay, StoreOp::OutboxPending { limit: BATCH }).await
+        else {
+            continue;
+        };
+        for entry in pending {
+            let id = entry.message.id.clone();
+            node.sim.record(node.id, Event::MessagePublished { id: id.clone(), scope: entry.scope.clone() });
+            let acked = node.call(NodeId::Consumer, Origin::Relay, CallBody::Publish { entry }, 200).await;
+            if matches!(acked, Some(ReplyBody::Ack)) {
+                let _ = store(&node, Origin::Relay, StoreOp::MarkPublished { id }).await;
+            }
+        }
+    }
+}

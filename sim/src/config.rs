@@ -1,0 +1,322 @@
+//! Everything that shapes a run besides the seed. A scenario is one of these
+//! plus a name and a lesson; every field has a default, so a scenario file
+//! names only what it changes.
+
+use crate::swarm::FaultProfile;
+use crate::variant::Variant;
+use idemsim_model::{RetryPolicy, RunMeta};
+use serde::{Deserialize, Serialize};
+
+/// A whole simulated deployment and its workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// How many of each node.
+    pub topology: Topology,
+    /// What the clients send.
+    pub workload: Workload,
+    /// Protocol timings and the retry policy.
+    pub protocol: Protocol,
+    /// Which faults are injected.
+    pub faults: FaultSettings,
+    /// How long each phase lasts.
+    pub phases: Phases,
+    /// Hard bounds on a run.
+    pub budgets: Budgets,
+    /// Whether the database may lose unsynced writes in a crash.
+    pub durability: Durability,
+    /// The protocol variant the servers run.
+    pub variant: Variant,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            topology: Topology::default(),
+            workload: Workload::default(),
+            protocol: Protocol::default(),
+            faults: FaultSettings::Swarm,
+            phases: Phases::default(),
+            budgets: Budgets::default(),
+            durability: Durability::Synced,
+            variant: Variant::Correct,
+        }
+    }
+}
+
+/// Node counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Topology {
+    /// API servers (default 3).
+    pub servers: u32,
+    /// Clients (default 4).
+    pub clients: u32,
+    /// Tenant names; clients act for them in turn (default acme, globex).
+    pub callers: Vec<String>,
+}
+
+impl Default for Topology {
+    fn default() -> Topology {
+        Topology { servers: 3, clients: 4, callers: vec!["acme".into(), "globex".into()] }
+    }
+}
+
+/// The seeded request mix. Weights are relative, not percentages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Workload {
+    /// Operations to issue (default 50).
+    pub requests: u32,
+    /// Operations start at seeded times within this window (default 8 s).
+    pub spread_ms: u64,
+    /// Relative weights of the kinds of operation.
+    pub mix: Mix,
+}
+
+impl Default for Workload {
+    fn default() -> Workload {
+        Workload { requests: 50, spread_ms: 8_000, mix: Mix::default() }
+    }
+}
+
+/// Weights of each kind of operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Mix {
+    /// `POST /orders`: a local effect.
+    pub orders: u32,
+    /// `POST /charges`: an external effect.
+    pub charges: u32,
+    /// `POST /checkout`: both, plus an outbox message.
+    pub checkout: u32,
+    /// The same request from a second client at about the same time.
+    pub concurrent_duplicate: u32,
+    /// A key reused with another body (expects 422 once claimed).
+    pub mismatch: u32,
+    /// A request without a key (expects 400).
+    pub missing_key: u32,
+    /// An invalid body, then the corrected body with the same key.
+    pub invalid_then_fixed: u32,
+    /// Another tenant using the same key string.
+    pub tenant_collision: u32,
+}
+
+impl Default for Mix {
+    fn default() -> Mix {
+        Mix {
+            orders: 4,
+            charges: 4,
+            checkout: 3,
+            concurrent_duplicate: 3,
+            mismatch: 1,
+            missing_key: 1,
+            invalid_then_fixed: 1,
+            tenant_collision: 1,
+        }
+    }
+}
+
+/// Protocol timings, as the servers and clients are configured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Protocol {
+    /// Lease of a claim or takeover (default 1 s).
+    pub lease_ms: u64,
+    /// The documented retention window (default 24 h).
+    pub expiry_window_ms: u64,
+    /// The window the sweeper actually uses (default: the documented one).
+    pub sweep_window_ms: u64,
+    /// How often the sweeper runs (default 1 h).
+    pub sweep_interval_ms: u64,
+    /// How often the reconciler scans for stale records (default 500 ms).
+    pub reconcile_interval_ms: u64,
+    /// After faults heal, a stale record must be finished within its lease
+    /// plus this (default 10 s).
+    pub reconcile_bound_ms: u64,
+    /// How often the outbox relay runs (default 300 ms).
+    pub relay_interval_ms: u64,
+    /// A server gives up on a store call after this (default 300 ms).
+    pub store_timeout_ms: u64,
+    /// A server gives up on the dependency after this (default 500 ms).
+    pub downstream_timeout_ms: u64,
+    /// Handler work before completing, drawn in `[min, max]` (default 5..50 ms).
+    pub work_ms: [u64; 2],
+    /// The clients' retry policy.
+    pub retry: RetryPolicy,
+    /// Sends per operation (percent) above which retries are amplified.
+    pub amplification_max_percent: u32,
+}
+
+impl Default for Protocol {
+    fn default() -> Protocol {
+        Protocol {
+            lease_ms: 1_000,
+            expiry_window_ms: 86_400_000,
+            sweep_window_ms: 86_400_000,
+            sweep_interval_ms: 3_600_000,
+            reconcile_interval_ms: 500,
+            reconcile_bound_ms: 10_000,
+            relay_interval_ms: 300,
+            store_timeout_ms: 300,
+            downstream_timeout_ms: 500,
+            work_ms: [5, 50],
+            retry: RetryPolicy::default(),
+            amplification_max_percent: 600,
+        }
+    }
+}
+
+/// Where the fault profile comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultSettings {
+    /// No faults at all.
+    None,
+    /// Each seed draws its own profile from its swarm stream.
+    Swarm,
+    /// This profile for every seed.
+    Pinned(FaultProfile),
+}
+
+/// Phase lengths in simulated time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Phases {
+    /// Faults on, workload running (default 12 s).
+    pub fault_ms: u64,
+    /// Faults off, background jobs finish pending work (default 45 s, more
+    /// than the clients' retry deadline).
+    pub heal_ms: u64,
+}
+
+impl Default for Phases {
+    fn default() -> Phases {
+        Phases { fault_ms: 12_000, heal_ms: 45_000 }
+    }
+}
+
+/// Bounds that turn a livelock into a reported failure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budgets {
+    /// Recorded events plus messages sent (default 200,000).
+    pub steps_max: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets { steps_max: 200_000 }
+    }
+}
+
+/// Whether committed store operations survive a database crash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Every committed operation is durable (a real fsync per commit).
+    Synced,
+    /// Write-back caching: only state as of the last sync survives a crash.
+    /// Needs the `mem` store.
+    WriteBack {
+        /// How often the store syncs.
+        sync_interval_ms: u64,
+    },
+}
+
+/// A configuration that cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(pub String);
+
+impl SimConfig {
+    /// Checks the configuration, saying what is wrong in one line.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |s: &str| Err(ConfigError(s.to_string()));
+        let t = &self.topology;
+        if t.servers == 0 || t.servers > 64 {
+            return bad("topology.servers must be 1..=64");
+        }
+        if t.clients == 0 || t.clients > 256 {
+            return bad("topology.clients must be 1..=256");
+        }
+        if t.callers.is_empty() || t.callers.iter().any(|c| c.is_empty()) {
+            return bad("topology.callers must name at least one non-empty caller");
+        }
+        if self.workload.requests > 100_000 {
+            return bad("workload.requests must be at most 100000");
+        }
+        let m = &self.workload.mix;
+        if m.orders + m.charges + m.checkout == 0 {
+            return bad("workload.mix needs a positive weight for orders, charges or checkout");
+        }
+        let p = &self.protocol;
+        if p.lease_ms == 0 || p.store_timeout_ms == 0 || p.downstream_timeout_ms == 0 {
+            return bad("protocol lease and timeouts must be positive");
+        }
+        if p.reconcile_interval_ms == 0 || p.relay_interval_ms == 0 || p.sweep_interval_ms == 0 {
+            return bad("protocol intervals must be positive");
+        }
+        if p.work_ms[0] > p.work_ms[1] {
+            return bad("protocol.work_ms must be [min, max] with min <= max");
+        }
+        let r = &p.retry;
+        if r.attempts_max == 0 || r.timeout_ms == 0 || r.base_ms > r.cap_ms {
+            return bad("protocol.retry needs attempts_max >= 1, timeout_ms > 0 and base_ms <= cap_ms");
+        }
+        if let FaultSettings::Pinned(profile) = &self.faults {
+            profile.validate()?;
+        }
+        if self.phases.fault_ms == 0 {
+            return bad("phases.fault_ms must be positive");
+        }
+        if let Durability::WriteBack { sync_interval_ms: 0 } = self.durability {
+            return bad("durability.write_back.sync_interval_ms must be positive");
+        }
+        if self.budgets.steps_max == 0 {
+            return bad("budgets.steps_max must be positive");
+        }
+        Ok(())
+    }
+
+    /// The settings the checkers judge by.
+    pub fn run_meta(&self) -> RunMeta {
+        let p = &self.protocol;
+        RunMeta {
+            lease_ms: p.lease_ms,
+            expiry_window_ms: p.expiry_window_ms,
+            reconcile_bound_ms: p.reconcile_bound_ms,
+            retry: p.retry.clone(),
+            amplification_max_percent: p.amplification_max_percent,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_valid() {
+        SimConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let mut c = SimConfig::default();
+        c.topology.servers = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("topology.servers"));
+        let mut c = SimConfig::default();
+        c.protocol.work_ms = [9, 1];
+        assert!(c.validate().unwrap_err().to_string().contains("work_ms"));
+    }
+
+    #[test]
+    fn a_partial_file_fills_in_defaults_and_unknown_fields_are_refused() {
+        let c: SimConfig = serde_json::from_str(r#"{"topology": {"servers": 1}}"#).unwrap();
+        assert_eq!(c.topology.servers, 1);
+        assert_eq!(c.topology.clients, 4);
+        let err = serde_json::from_str::<SimConfig>(r#"{"topology": {"severs": 1}}"#).unwrap_err();
+        assert!(err.to_string().contains("severs"), "{err}");
+    }
+}

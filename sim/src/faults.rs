@@ -1,0 +1,163 @@
+//! The agenda task, and the fault verbs: crash, restart, pause, resume,
+//! partition, reconnect, skew. Faults come from the seeded plan, from the
+//! fault sites inside the server (crash or pause at the worst moment), and
+//! from the heal phase undoing them.
+
+use crate::plan::FaultAction;
+use crate::world::{true_now, Action, Sim, World};
+use futures::channel::mpsc;
+use futures::future::{select, Either};
+use futures::StreamExt;
+use idemsim_model::history::Fault;
+use idemsim_model::{Event, NodeId};
+use std::time::Duration;
+
+/// Runs agenda actions at their times, forever. Woken early by a kick when
+/// something earlier than its current wait is scheduled.
+pub(crate) async fn agenda(sim: Sim, mut kicks: mpsc::UnboundedReceiver<()>) {
+    loop {
+        let now = true_now().0;
+        let due = sim.with(|w| match w.agenda.first_key_value() {
+            Some((&(at, _), _)) if at <= now => w.agenda.pop_first().map(|(_, a)| a),
+            _ => None,
+        });
+        if let Some(action) = due {
+            apply(&sim, action);
+            continue;
+        }
+        let next = sim.with(|w| w.agenda.first_key_value().map(|(&(at, _), _)| at));
+        match next {
+            Some(at) => {
+                let sleep = Box::pin(madsim::time::sleep(Duration::from_millis(at - now)));
+                if let Either::Right((None, _)) = select(sleep, kicks.next()).await {
+                    return;
+                }
+            }
+            None => {
+                if kicks.next().await.is_none() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn apply(sim: &Sim, action: Action) {
+    match action {
+        Action::Deliver { from, to, msg } => sim.with(|w| w.deliver(from, to, msg)),
+        Action::Fault(FaultAction::Crash { node, down_ms }) => sim.crash(node, down_ms),
+        Action::Fault(FaultAction::Pause { node, for_ms }) => sim.pause(node, for_ms),
+        Action::Fault(FaultAction::Partition { node, outgoing, incoming, for_ms }) => sim.with(|w| {
+            let n = w.node(node);
+            n.cut_out |= outgoing;
+            n.cut_in |= incoming;
+            w.record(NodeId::World, Event::Fault(Fault::Partitioned { node, outgoing, incoming }));
+            w.schedule_at(true_now().0 + for_ms, Action::Reconnect { node, outgoing, incoming });
+        }),
+        Action::Fault(FaultAction::Skew { node, offset_ms, drift_ppm }) => sim.with(|w| {
+            let n = w.node(node);
+            n.offset_ms = offset_ms;
+            n.drift_ppm = drift_ppm;
+            w.record(NodeId::World, Event::Fault(Fault::ClockSkewed { node, offset_ms }));
+        }),
+        Action::Restart(node) => sim.restart(node),
+        Action::Resume(node) => sim.resume(node),
+        Action::Reconnect { node, outgoing, incoming } => sim.with(|w| {
+            let n = w.node(node);
+            if (outgoing && n.cut_out) || (incoming && n.cut_in) {
+                n.cut_out &= !outgoing;
+                n.cut_in &= !incoming;
+                w.record(NodeId::World, Event::Fault(Fault::Reconnected { node }));
+            }
+        }),
+    }
+}
+
+impl Sim {
+    /// Crashes a node (its tasks and unanswered work are gone) and restarts
+    /// it after `down_ms`, if faults are still on then (the heal phase
+    /// restarts every node anyway).
+    pub fn crash(&self, node: NodeId, down_ms: u64) {
+        let handle = self.with(|w| {
+            let n = w.node(node);
+            if !n.up {
+                return None;
+            }
+            n.up = false;
+            n.paused = false;
+            n.mailbox = None;
+            let handle = n.madsim.clone();
+            w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));
+            if node == NodeId::Db {
+                w.lose_unsynced_writes();
+            }
+            w.schedule_at(true_now().0 + down_ms, Action::Restart(node));
+            handle
+        });
+        if let Some(h) = handle {
+            madsim::runtime::Handle::current().kill(h.id());
+        }
+    }
+
+    /// Restarts a crashed node: its init runs again with empty memory.
+    pub fn restart(&self, node: NodeId) {
+        let handle = self.with(|w| {
+            let n = w.node(node);
+            if n.up {
+                return None;
+            }
+            let handle = n.madsim.clone();
+            w.record(NodeId::World, Event::Fault(Fault::Restarted { node }));
+            handle
+        });
+        if let Some(h) = handle {
+            madsim::runtime::Handle::current().restart(h.id());
+        }
+    }
+
+    /// Freezes a node for `for_ms`: its tasks stop, its mailbox fills.
+    pub fn pause(&self, node: NodeId, for_ms: u64) {
+        let handle = self.with(|w| {
+            let n = w.node(node);
+            if !n.up || n.paused {
+                return None;
+            }
+            n.paused = true;
+            let handle = n.madsim.clone();
+            w.record(NodeId::World, Event::Fault(Fault::Paused { node, for_ms }));
+            w.schedule_at(true_now().0 + for_ms, Action::Resume(node));
+            handle
+        });
+        if let Some(h) = handle {
+            madsim::runtime::Handle::current().pause(h.id());
+        }
+    }
+
+    /// Resumes a paused node.
+    pub fn resume(&self, node: NodeId) {
+        let handle = self.with(|w| {
+            let n = w.node(node);
+            if !n.paused {
+                return None;
+            }
+            n.paused = false;
+            let handle = n.madsim.clone();
+            w.record(NodeId::World, Event::Fault(Fault::Resumed { node }));
+            handle
+        });
+        if let Some(h) = handle {
+            madsim::runtime::Handle::current().resume(h.id());
+        }
+    }
+
+    /// The heal phase: faults off, partitions repaired, every node running.
+    pub fn heal(&self) {
+        let (down, paused) = self.with(World::begin_heal);
+        for node in paused {
+            self.resume(node);
+        }
+        for node in down {
+            self.restart(node);
+        }
+    }
+}

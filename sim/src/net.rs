@@ -1,0 +1,79 @@
+//! The simulated network: seeded drops, duplicates, delays (and so
+//! reordering) and partitions, each recorded in the history.
+//!
+//! Duplication applies to HTTP-level messages (client requests and
+//! responses, dependency calls, publishes). Store calls ride a database
+//! session, which is a TCP connection: it can drop or stall, never deliver
+//! a statement twice.
+//!
+//! madsim's own network cannot duplicate and does not report what it
+//! drops, so messages travel through the world's agenda instead: `send`
+//! decides every copy's fate up front from the network stream, and the
+//! agenda task delivers each copy into the receiver's mailbox at its time.
+
+use crate::msg::Msg;
+use crate::rng::{between, chance};
+use crate::world::{Action, Sim, World};
+use idemsim_model::history::Fault;
+use idemsim_model::{Event, NodeId};
+
+impl Sim {
+    /// Sends a message. It may be dropped, delayed or duplicated.
+    pub fn send(&self, from: NodeId, to: NodeId, msg: Msg) {
+        self.with(|w| w.send(from, to, msg));
+    }
+}
+
+impl World {
+    pub fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        self.step();
+        let now = crate::world::true_now().0;
+        if self.nodes.get(&from).is_some_and(|n| n.cut_out) {
+            return self.dropped(from, to, &msg, "sender partitioned");
+        }
+        let p = &self.profile;
+        let (lo, hi) = (p.latency_ms[0], p.latency_ms[1]);
+        if self.faults_on && chance(&mut self.net_rng, p.drop_permille) {
+            return self.dropped(from, to, &msg, "lost");
+        }
+        if self.faults_on && msg.may_duplicate() && chance(&mut self.net_rng, p.dup_permille) {
+            let copy_to = self.duplicate_target(to, &msg);
+            let extra = between(&mut self.net_rng, 0, self.profile.dup_delay_max_ms);
+            let delay = between(&mut self.net_rng, lo, hi) + extra;
+            let what = msg.describe();
+            self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
+            self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: msg.clone() });
+        }
+        let delay = between(&mut self.net_rng, lo, hi);
+        self.schedule_at(now + delay, Action::Deliver { from, to, msg });
+    }
+
+    /// A duplicated client request may reach another server (a load
+    /// balancer retrying); anything else is duplicated on its own link.
+    fn duplicate_target(&mut self, to: NodeId, msg: &Msg) -> NodeId {
+        let servers = u64::from(self.config.topology.servers);
+        match (msg, to) {
+            (Msg::Request { .. }, NodeId::Server(_)) => {
+                NodeId::Server(between(&mut self.net_rng, 0, servers - 1) as u32)
+            }
+            _ => to,
+        }
+    }
+
+    /// Puts a message into `to`'s mailbox, unless `to` is down or cut off.
+    pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        let Some(node) = self.nodes.get(&to) else { return self.dropped(from, to, &msg, "no such node") };
+        if node.cut_in {
+            return self.dropped(from, to, &msg, "receiver partitioned");
+        }
+        let delivered = node.up && node.mailbox.as_ref().is_some_and(|m| m.unbounded_send(msg.clone()).is_ok());
+        if !delivered {
+            self.dropped(from, to, &msg, "receiver down");
+        }
+    }
+
+    fn dropped(&mut self, from: NodeId, to: NodeId, msg: &Msg, why: &str) {
+        let what = format!("{} ({why})", msg.describe());
+        self.record(from, Event::Fault(Fault::Dropped { from, to, what }));
+    }
+}

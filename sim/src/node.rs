@@ -1,0 +1,98 @@
+//! A node's runtime: its mailbox loop, and calls with replies and timeouts.
+
+use crate::msg::{CallBody, CallId, Msg, ReplyBody};
+use crate::world::Sim;
+use futures::channel::{mpsc, oneshot};
+use futures::StreamExt;
+use idemsim_model::history::Origin;
+use idemsim_model::{NodeId, RequestId};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A live incarnation of a node. A crash drops it with all its tasks; a
+/// restart builds a new one, with empty tables.
+pub(crate) struct Node {
+    pub id: NodeId,
+    pub sim: Sim,
+    calls: RefCell<BTreeMap<CallId, oneshot::Sender<ReplyBody>>>,
+    responses: RefCell<BTreeMap<RequestId, oneshot::Sender<Msg>>>,
+}
+
+/// Handles the messages that are not replies.
+pub(crate) type Handler = fn(&Rc<Node>, Msg);
+
+impl Node {
+    /// Registers a fresh mailbox and spawns the receive loop, which lives
+    /// as long as the node: replies go to their waiting callers, everything
+    /// else to `handle`.
+    pub fn start(sim: Sim, id: NodeId, handle: Handler) -> Rc<Node> {
+        let (tx, rx) = mpsc::unbounded();
+        sim.with(|w| {
+            let n = w.node(id);
+            n.mailbox = Some(tx);
+            n.up = true;
+        });
+        let node = Rc::new(Node { id, sim, calls: RefCell::default(), responses: RefCell::default() });
+        madsim::task::spawn_local(Node::receive(node.clone(), rx, handle));
+        node
+    }
+
+    async fn receive(node: Rc<Node>, mut rx: mpsc::UnboundedReceiver<Msg>, handle: Handler) {
+        while let Some(msg) = rx.next().await {
+            match msg {
+                Msg::Reply { id, body } => {
+                    if let Some(waiter) = node.calls.borrow_mut().remove(&id) {
+                        let _ = waiter.send(body);
+                    }
+                }
+                Msg::Response { req, .. } => {
+                    if let Some(waiter) = node.responses.borrow_mut().remove(&req) {
+                        let _ = waiter.send(msg);
+                    }
+                }
+                other => handle(&node, other),
+            }
+        }
+    }
+
+    /// Calls `to` and waits for the reply, or `None` after `timeout_ms`.
+    pub async fn call(&self, to: NodeId, origin: Origin, body: CallBody, timeout_ms: u64) -> Option<ReplyBody> {
+        let id = self.sim.with(|w| {
+            w.next_call += 1;
+            w.next_call
+        });
+        let (tx, rx) = oneshot::channel();
+        self.calls.borrow_mut().insert(id, tx);
+        self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
+        let reply = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
+        self.calls.borrow_mut().remove(&id);
+        reply.ok().and_then(Result::ok)
+    }
+
+    /// Sends a request and waits for its response, or `None` after `timeout_ms`.
+    pub async fn request(&self, to: NodeId, req: RequestId, msg: Msg, timeout_ms: u64) -> Option<Msg> {
+        let (tx, rx) = oneshot::channel();
+        self.responses.borrow_mut().insert(req, tx);
+        self.sim.send(self.id, to, msg);
+        let response = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
+        self.responses.borrow_mut().remove(&req);
+        response.ok().and_then(Result::ok)
+    }
+
+    /// Answers a call.
+    pub fn reply(&self, to: NodeId, id: CallId, body: ReplyBody) {
+        self.sim.send(self.id, to, Msg::Reply { id, body });
+    }
+
+    /// This node's clock.
+    pub fn now(&self) -> idemsim_model::SimTime {
+        self.sim.node_now(self.id)
+    }
+}
+
+/// Sleeps `ms` of simulated time.
+pub(crate) async fn sleep_ms(ms: u64) {
+    madsim::time::sleep(Duration::from_millis(ms)).await;
+}

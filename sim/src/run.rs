@@ -1,0 +1,299 @@
+//! One seed, one run: build the world from the seed's streams, run the
+//! fault phase and the heal phase on madsim, then judge the history.
+
+use crate::config::{ConfigError, Durability, FaultSettings, SimConfig};
+use crate::node::Node;
+use crate::plan::TimedFault;
+use crate::rng::{child_seed, stream, Stream};
+use crate::swarm::FaultProfile;
+use crate::workload::Operation;
+use crate::world::{Action, Sim, World};
+use crate::{background, client, db, disk, downstream, faults, server, trace};
+use futures::channel::{mpsc, oneshot};
+use futures::future::{select, Either};
+use idemsim_model::history::Phase;
+use idemsim_model::{check_all, Coverage, Event, History, NodeId, Violation};
+use idemsim_store::{IdempotencyStore, MemStore, SqliteStore};
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which store the database node runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StoreKind {
+    /// `MemStore` (the default).
+    #[default]
+    Mem,
+    /// `SqliteStore` on a private in-memory database.
+    Sqlite,
+}
+
+impl StoreKind {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Mem => "mem",
+            StoreKind::Sqlite => "sqlite",
+        }
+    }
+
+    /// Parses a name.
+    pub fn from_name(name: &str) -> Option<StoreKind> {
+        [StoreKind::Mem, StoreKind::Sqlite].into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// Why a run could not be judged normally.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The step budget ran out: a livelock or runaway retries.
+    #[error("livelock: {0}")]
+    Livelock(String),
+    /// The simulation itself panicked (a bug in idemsim or in a store).
+    #[error("the simulation panicked: {0}")]
+    Panicked(String),
+    /// The store could not be created.
+    #[error("the store could not be created: {0}")]
+    Store(String),
+}
+
+/// Everything one seed produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// The fault profile it ran under.
+    pub profile: FaultProfile,
+    /// The timed faults it drew.
+    pub plan: Vec<TimedFault>,
+    /// What happened.
+    pub history: History,
+    /// What the checkers found.
+    pub violations: Vec<Violation>,
+    /// Which interesting interleavings happened.
+    pub coverage: Coverage,
+    /// Why the run was cut short, if it was.
+    pub error: Option<RunError>,
+}
+
+impl RunOutcome {
+    /// True when a property was violated or the run failed.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() || !self.violations.is_empty()
+    }
+
+    /// The trace hash of the history.
+    pub fn hash(&self) -> String {
+        trace::trace_hash(&self.history)
+    }
+}
+
+/// Runs one seed on a fresh OS thread (so nothing thread-local leaks
+/// between seeds), and judges it.
+pub fn run_seed(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOutcome, ConfigError> {
+    config.validate()?;
+    if matches!(config.durability, Durability::WriteBack { .. }) && store != StoreKind::Mem {
+        return Err(ConfigError("write-back durability needs the mem store (it restores snapshots)".into()));
+    }
+    let config = Arc::new(config.clone());
+    let worker = std::thread::Builder::new()
+        .name(format!("seed-{seed}"))
+        .spawn(move || run_here(config, store, seed))
+        .map_err(|e| ConfigError(format!("cannot start a simulation thread: {e}")))?;
+    Ok(worker.join().unwrap_or_else(|panic| panicked(seed, &*panic)))
+}
+
+fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
+    let text = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+    RunOutcome {
+        seed,
+        profile: FaultProfile::calm(),
+        plan: Vec::new(),
+        history: History::default(),
+        violations: Vec::new(),
+        coverage: Coverage::default(),
+        error: Some(RunError::Panicked(text.unwrap_or_else(|| "non-text panic".into()))),
+    }
+}
+
+fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
+    let profile = match &config.faults {
+        FaultSettings::None => FaultProfile::calm(),
+        FaultSettings::Swarm => FaultProfile::draw(&mut stream(seed, Stream::Swarm)),
+        FaultSettings::Pinned(p) => p.clone(),
+    };
+    let plan = crate::plan::draw(&config, &profile, &mut stream(seed, Stream::Plan));
+    let ops = crate::workload::draw(&config, &mut stream(seed, Stream::Workload));
+    let mut outcome = RunOutcome {
+        seed,
+        profile: profile.clone(),
+        plan: plan.clone(),
+        history: History::new(config.run_meta()),
+        violations: Vec::new(),
+        coverage: Coverage::default(),
+        error: None,
+    };
+    let (store, mem): (Arc<dyn IdempotencyStore>, Option<Arc<MemStore>>) = match kind {
+        StoreKind::Mem => {
+            let mem = Arc::new(MemStore::new());
+            let write_back = matches!(config.durability, Durability::WriteBack { .. });
+            (mem.clone(), write_back.then_some(mem))
+        }
+        StoreKind::Sqlite => match SqliteStore::in_memory() {
+            Ok(s) => (Arc::new(s), None),
+            Err(e) => {
+                outcome.error = Some(RunError::Store(e.to_string()));
+                return outcome;
+            }
+        },
+    };
+    let (kick_tx, kick_rx) = mpsc::unbounded();
+    let (abort_tx, abort_rx) = oneshot::channel();
+    let op_clients = ops.iter().map(|o| (o.op, o.client)).collect();
+    let world = World {
+        config: config.clone(),
+        profile,
+        history: History::new(config.run_meta()),
+        store,
+        net_rng: stream(seed, Stream::Net),
+        client_rng: stream(seed, Stream::Clients),
+        server_rng: stream(seed, Stream::Servers),
+        faults_on: true,
+        nodes: BTreeMap::new(),
+        agenda: BTreeMap::new(),
+        agenda_seq: 0,
+        kick: Some(kick_tx),
+        next_call: 0,
+        steps: 0,
+        abort: Some(abort_tx),
+        aborted: None,
+        records: BTreeMap::new(),
+        charges: BTreeMap::new(),
+        consumed: Default::default(),
+        buckets: BTreeMap::new(),
+        received: BTreeMap::new(),
+        op_clients,
+        mem,
+        synced: None,
+        unsynced_ops: 0,
+    };
+    let sim = Sim::new(world);
+    let rt =
+        madsim::runtime::Runtime::with_seed_and_config(child_seed(seed, Stream::Scheduler), madsim::Config::default());
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(controller(sim.clone(), plan, ops, kick_rx, abort_rx))
+    }));
+    drop(rt);
+    let (history, aborted) = sim.with(|w| (std::mem::take(&mut w.history), w.aborted.take()));
+    outcome.history = history;
+    if let Err(panic) = ran {
+        outcome.error = panicked(seed, &*panic).error;
+        return outcome;
+    }
+    if let Some(why) = aborted {
+        outcome.error = Some(RunError::Livelock(why));
+        return outcome;
+    }
+    outcome.violations = check_all(&outcome.history);
+    outcome.coverage = Coverage::of(&outcome.history);
+    outcome
+}
+
+async fn controller(
+    sim: Sim,
+    plan: Vec<TimedFault>,
+    ops: Vec<Operation>,
+    kicks: mpsc::UnboundedReceiver<()>,
+    mut abort: oneshot::Receiver<String>,
+) {
+    madsim::task::spawn_local(faults::agenda(sim.clone(), kicks));
+    spawn_nodes(&sim, ops);
+    let (fault_ms, heal_ms) = sim.with(|w| {
+        for f in plan {
+            w.schedule_at(f.at_ms, Action::Fault(f.action));
+        }
+        w.record(NodeId::World, Event::Phase { phase: Phase::Faults });
+        (w.config.phases.fault_ms, w.config.phases.heal_ms)
+    });
+    if aborted_during(fault_ms, &mut abort).await {
+        return;
+    }
+    sim.heal();
+    if aborted_during(heal_ms, &mut abort).await {
+        return;
+    }
+    sim.record(NodeId::World, Event::Phase { phase: Phase::End });
+}
+
+/// Waits `ms`; true if the step budget ran out meanwhile.
+async fn aborted_during(ms: u64, abort: &mut oneshot::Receiver<String>) -> bool {
+    let sleep = Box::pin(madsim::time::sleep(Duration::from_millis(ms)));
+    matches!(select(sleep, abort).await, Either::Right((Ok(_), _)))
+}
+
+/// The part a node plays.
+#[derive(Clone)]
+enum Role {
+    Server,
+    Db,
+    Dependency,
+    Consumer,
+    Reconciler,
+    Sweeper,
+    Relay,
+    Client(Vec<Operation>),
+}
+
+fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
+    let (servers, clients) = sim.with(|w| (w.config.topology.servers, w.config.topology.clients));
+    let mut roles: Vec<(NodeId, Role)> = (0..servers).map(|s| (NodeId::Server(s), Role::Server)).collect();
+    roles.extend([
+        (NodeId::Db, Role::Db),
+        (NodeId::Downstream, Role::Dependency),
+        (NodeId::Consumer, Role::Consumer),
+        (NodeId::Reconciler, Role::Reconciler),
+        (NodeId::Sweeper, Role::Sweeper),
+        (NodeId::Relay, Role::Relay),
+    ]);
+    for c in 0..clients {
+        let mine = ops.iter().filter(|o| o.client == c).cloned().collect();
+        roles.push((NodeId::Client(c), Role::Client(mine)));
+    }
+    let handle = madsim::runtime::Handle::current();
+    for (id, role) in roles {
+        let s = sim.clone();
+        let node = handle
+            .create_node()
+            .name(id.to_string())
+            .init(move || {
+                let (sim, role) = (s.clone(), role.clone());
+                async move { play(sim, id, role).await }
+            })
+            .build();
+        sim.with(|w| w.node(id).madsim = Some(node));
+    }
+}
+
+fn ignore(_: &std::rc::Rc<Node>, _: crate::msg::Msg) {}
+
+async fn play(sim: Sim, id: NodeId, role: Role) {
+    let handler: crate::node::Handler = match role {
+        Role::Server => server::handle,
+        Role::Db => db::handle,
+        Role::Dependency => downstream::handle_dependency,
+        Role::Consumer => downstream::handle_consumer,
+        _ => ignore,
+    };
+    let node = Node::start(sim, id, handler);
+    match role {
+        Role::Db => disk::syncer(node).await,
+        Role::Reconciler => background::reconciler(node).await,
+        Role::Sweeper => background::sweeper(node).await,
+        Role::Relay => background::relay(node).await,
+        Role::Client(ops) => client::drive(&node, ops),
+        Role::Server | Role::Dependency | Role::Consumer => {}
+    }
+    // The init task must not finish: madsim stops a node whose init returns.
+    std::future::pending::<()>().await
+}

@@ -1,0 +1,160 @@
+//! Fault profiles, and swarm testing: each seed draws its own profile.
+//!
+//! A profile says which faults are on and how hard they hit. Under swarm
+//! testing a sweep explores many mixes: some seeds drop a fifth of all
+//! messages, others only pause holders, others only skew clocks, which
+//! finds bugs that one fixed mix dilutes.
+
+use crate::config::ConfigError;
+use crate::rng::{between, chance, SimRng};
+use serde::{Deserialize, Serialize};
+
+/// Which faults a run injects, and how hard. Rates are per mille.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultProfile {
+    /// Messages lost.
+    pub drop_permille: u32,
+    /// Messages delivered twice (a client request's copy may go to another server).
+    pub dup_permille: u32,
+    /// One-way latency, drawn per message in `[min, max]`; spread reorders.
+    pub latency_ms: [u64; 2],
+    /// A duplicate arrives up to this much later than the original.
+    pub dup_delay_max_ms: u64,
+    /// Partitions cutting one node off (one way or both), during the fault phase.
+    pub partitions: u32,
+    /// Longest partition.
+    pub partition_ms_max: u64,
+    /// Server crashes (each restarts later).
+    pub server_crashes: u32,
+    /// Database crashes (each restarts later).
+    pub db_crashes: u32,
+    /// Longest time a crashed node stays down.
+    pub down_ms_max: u64,
+    /// Process pauses of a server (GC, stop-the-world).
+    pub pauses: u32,
+    /// Longest pause.
+    pub pause_ms_max: u64,
+    /// Largest clock offset of a server or background node, either way.
+    pub skew_ms_max: u64,
+    /// Largest clock drift, parts per million, either way.
+    pub drift_ppm_max: u32,
+    /// A server crashes between the downstream call and the completion write.
+    pub crash_before_complete_permille: u32,
+    /// A holder is paused past its lease right before completing.
+    pub pause_before_complete_permille: u32,
+    /// The response is lost right after the completion committed.
+    pub lose_response_permille: u32,
+}
+
+impl FaultProfile {
+    /// A profile with nothing on, and 1..10 ms latency.
+    pub fn calm() -> FaultProfile {
+        FaultProfile { latency_ms: [1, 10], ..FaultProfile::default() }
+    }
+
+    /// Draws a profile: each fault class is switched on with probability
+    /// one half, then given a random strength.
+    pub fn draw(rng: &mut SimRng) -> FaultProfile {
+        let mut p = FaultProfile::calm();
+        let on = |rng: &mut SimRng| chance(rng, 500);
+        p.latency_ms = [1, between(rng, 5, 60)];
+        if on(rng) {
+            p.drop_permille = between(rng, 10, 200) as u32;
+        }
+        if on(rng) {
+            p.dup_permille = between(rng, 10, 250) as u32;
+            p.dup_delay_max_ms = between(rng, 10, 3_000);
+        }
+        if on(rng) {
+            p.partitions = between(rng, 1, 4) as u32;
+            p.partition_ms_max = between(rng, 200, 3_000);
+        }
+        if on(rng) {
+            p.server_crashes = between(rng, 1, 3) as u32;
+            p.down_ms_max = between(rng, 100, 3_000);
+        }
+        if on(rng) {
+            p.db_crashes = between(rng, 1, 2) as u32;
+            p.down_ms_max = p.down_ms_max.max(between(rng, 100, 2_000));
+        }
+        if on(rng) {
+            p.pauses = between(rng, 1, 4) as u32;
+            p.pause_ms_max = between(rng, 500, 4_000);
+        }
+        if on(rng) {
+            p.skew_ms_max = between(rng, 10, 1_500);
+            p.drift_ppm_max = between(rng, 0, 2_000) as u32;
+        }
+        if on(rng) {
+            p.crash_before_complete_permille = between(rng, 20, 300) as u32;
+        }
+        if on(rng) {
+            p.pause_before_complete_permille = between(rng, 20, 300) as u32;
+        }
+        if on(rng) {
+            p.lose_response_permille = between(rng, 20, 300) as u32;
+        }
+        p
+    }
+
+    /// Checks rates and ranges.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let rates = [
+            ("drop_permille", self.drop_permille),
+            ("dup_permille", self.dup_permille),
+            ("crash_before_complete_permille", self.crash_before_complete_permille),
+            ("pause_before_complete_permille", self.pause_before_complete_permille),
+            ("lose_response_permille", self.lose_response_permille),
+        ];
+        if let Some((name, _)) = rates.iter().find(|(_, v)| *v > 1000) {
+            return Err(ConfigError(format!("faults.{name} must be at most 1000")));
+        }
+        if self.drop_permille == 1000 {
+            return Err(ConfigError("faults.drop_permille of 1000 loses every message; nothing can be judged".into()));
+        }
+        if self.latency_ms[0] > self.latency_ms[1] {
+            return Err(ConfigError("faults.latency_ms must be [min, max] with min <= max".into()));
+        }
+        Ok(())
+    }
+
+    /// The names of the fault classes switched on, for summaries.
+    pub fn active(&self) -> Vec<&'static str> {
+        let classes = [
+            ("drop", self.drop_permille > 0),
+            ("duplicate", self.dup_permille > 0),
+            ("partition", self.partitions > 0),
+            ("server-crash", self.server_crashes > 0),
+            ("db-crash", self.db_crashes > 0),
+            ("pause", self.pauses > 0),
+            ("skew", self.skew_ms_max > 0 || self.drift_ppm_max > 0),
+            ("crash-before-complete", self.crash_before_complete_permille > 0),
+            ("pause-before-complete", self.pause_before_complete_permille > 0),
+            ("lose-response", self.lose_response_permille > 0),
+        ];
+        classes.into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn drawn_profiles_are_valid_and_varied() {
+        let profiles: Vec<FaultProfile> = (0..64).map(|s| FaultProfile::draw(&mut stream(s, Stream::Swarm))).collect();
+        for p in &profiles {
+            p.validate().unwrap();
+        }
+        let mixes: std::collections::BTreeSet<Vec<&str>> = profiles.iter().map(|p| p.active()).collect();
+        assert!(mixes.len() > 32, "swarm should explore many mixes, got {}", mixes.len());
+    }
+
+    #[test]
+    fn out_of_range_rates_are_refused() {
+        let p = FaultProfile { dup_permille: 1001, ..FaultProfile::calm() };
+        assert!(p.validate().unwrap_err().to_string().contains("dup_permille"));
+    }
+}

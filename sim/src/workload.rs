@@ -1,0 +1,211 @@
+//! The seeded workload: which operations the clients start, and when.
+
+use crate::config::{Mix, SimConfig};
+use crate::rng::{between, SimRng};
+use idemsim_model::{Bytes, CallerId, IdempotencyKey, OpId, Request};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// One logical operation: a request that a client sends and retries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    /// Its id.
+    pub op: OpId,
+    /// The client that sends it.
+    pub client: u32,
+    /// When the first send happens (ms into the run).
+    pub start_ms: u64,
+    /// What kind of operation it is.
+    pub kind: OpKind,
+    /// The request, sent unchanged on every try.
+    pub request: Request,
+}
+
+/// The kinds of operation of [`Mix`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// A fresh keyed create.
+    Create,
+    /// The same request as an earlier operation, from another client.
+    ConcurrentDuplicate,
+    /// An earlier operation's key with another body.
+    Mismatch,
+    /// No key.
+    MissingKey,
+    /// A body that fails validation.
+    Invalid,
+    /// The corrected body after an `Invalid` one, same key.
+    Fixed,
+    /// An earlier operation's key string, for another caller.
+    TenantCollision,
+}
+
+const PATHS: [&str; 3] = ["/orders", "/charges", "/checkout"];
+
+/// Draws the workload of a run.
+pub fn draw(config: &SimConfig, rng: &mut SimRng) -> Vec<Operation> {
+    let w = &config.workload;
+    let mut gen = Gen { config, rng, ops: Vec::new(), creates: Vec::new() };
+    while gen.ops.len() < w.requests as usize {
+        let start_ms = between(gen.rng, 0, w.spread_ms);
+        let kind = pick_kind(&w.mix, gen.rng);
+        gen.push_kind(kind, start_ms);
+    }
+    gen.ops.truncate(w.requests as usize);
+    gen.ops.sort_by_key(|o| (o.start_ms, o.op));
+    gen.ops
+}
+
+fn pick_kind(mix: &Mix, rng: &mut SimRng) -> (OpKind, usize) {
+    let weighted = [
+        (mix.orders, OpKind::Create, 0),
+        (mix.charges, OpKind::Create, 1),
+        (mix.checkout, OpKind::Create, 2),
+        (mix.concurrent_duplicate, OpKind::ConcurrentDuplicate, 0),
+        (mix.mismatch, OpKind::Mismatch, 0),
+        (mix.missing_key, OpKind::MissingKey, 0),
+        (mix.invalid_then_fixed, OpKind::Invalid, 0),
+        (mix.tenant_collision, OpKind::TenantCollision, 0),
+    ];
+    let total: u32 = weighted.iter().map(|w| w.0).sum();
+    let mut pick = rng.gen_range(0..total);
+    for (weight, kind, path) in weighted {
+        if pick < weight {
+            return (kind, path);
+        }
+        pick -= weight;
+    }
+    unreachable!("pick < total")
+}
+
+struct Gen<'a> {
+    config: &'a SimConfig,
+    rng: &'a mut SimRng,
+    ops: Vec<Operation>,
+    /// Indices of `Create` operations, which the derived kinds refer to.
+    creates: Vec<usize>,
+}
+
+impl Gen<'_> {
+    fn push_kind(&mut self, (kind, path): (OpKind, usize), start_ms: u64) {
+        let base = (!self.creates.is_empty()).then(|| self.creates[self.rng.gen_range(0..self.creates.len())]);
+        match (kind, base) {
+            (OpKind::Create | OpKind::Fixed, _) | (_, None) => self.create(path, start_ms),
+            (OpKind::ConcurrentDuplicate, Some(b)) => {
+                let base = self.ops[b].clone();
+                let client = self.other_client(base.client);
+                let start = base.start_ms + between(self.rng, 0, 20);
+                self.push(client, start, OpKind::ConcurrentDuplicate, base.request);
+            }
+            (OpKind::Mismatch, Some(b)) => {
+                let base = self.ops[b].clone();
+                let request = Request { body: self.body(base.ops_amount() + 1), ..base.request };
+                let start = base.start_ms + between(self.rng, 0, 2_000);
+                self.push(base.client, start, OpKind::Mismatch, request);
+            }
+            (OpKind::MissingKey, Some(_)) => {
+                let client = self.client();
+                let request = Request { key: None, ..self.request(client, PATHS[0]) };
+                self.push(client, start_ms, OpKind::MissingKey, request);
+            }
+            (OpKind::Invalid, Some(_)) => {
+                let client = self.client();
+                let valid = self.request(client, PATHS[0]);
+                let invalid = Request { body: Bytes::text(r#"{"amount":-5}"#), ..valid.clone() };
+                self.push(client, start_ms, OpKind::Invalid, invalid);
+                let later = start_ms + between(self.rng, 500, 3_000);
+                self.push(client, later, OpKind::Fixed, valid);
+            }
+            (OpKind::TenantCollision, Some(b)) => {
+                let base = self.ops[b].clone();
+                let callers = &self.config.topology.callers;
+                let at = callers.iter().position(|c| *c == base.request.caller.0).unwrap_or(0);
+                let caller = CallerId(callers[(at + 1) % callers.len()].clone());
+                let start = base.start_ms + between(self.rng, 0, 500);
+                let client = self.other_client(base.client);
+                self.push(client, start, OpKind::TenantCollision, Request { caller, ..base.request });
+            }
+        }
+    }
+
+    fn create(&mut self, path: usize, start_ms: u64) {
+        let client = self.client();
+        let request = self.request(client, PATHS[path]);
+        self.creates.push(self.ops.len());
+        self.push(client, start_ms, OpKind::Create, request);
+    }
+
+    fn push(&mut self, client: u32, start_ms: u64, kind: OpKind, request: Request) {
+        let op = OpId(self.ops.len() as u32 + 1);
+        self.ops.push(Operation { op, client, start_ms, kind, request });
+    }
+
+    fn client(&mut self) -> u32 {
+        self.rng.gen_range(0..self.config.topology.clients)
+    }
+
+    fn other_client(&mut self, not: u32) -> u32 {
+        let n = self.config.topology.clients;
+        if n == 1 {
+            return not;
+        }
+        (not + self.rng.gen_range(1..n)) % n
+    }
+
+    fn request(&mut self, client: u32, path: &str) -> Request {
+        let callers = &self.config.topology.callers;
+        let caller = CallerId(callers[client as usize % callers.len()].clone());
+        let key = IdempotencyKey(format!("{:08x}-{}", self.rng.gen::<u32>(), self.ops.len() + 1));
+        let amount = between(self.rng, 1, 999);
+        Request { caller, key: Some(key), method: "POST".into(), path: path.into(), body: self.body(amount) }
+    }
+
+    fn body(&mut self, amount: u64) -> Bytes {
+        Bytes(format!(r#"{{"amount":{amount},"currency":"eur"}}"#).into_bytes())
+    }
+}
+
+impl Operation {
+    fn ops_amount(&self) -> u64 {
+        amount_of(&self.request).unwrap_or(1).max(1) as u64
+    }
+}
+
+/// The `amount` of a JSON body, if there is one.
+pub fn amount_of(request: &Request) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_slice(&request.body.0).ok()?;
+    v.get("amount")?.as_i64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn the_workload_is_seeded_sized_and_sorted() {
+        let config = SimConfig::default();
+        let a = draw(&config, &mut stream(5, Stream::Workload));
+        assert_eq!(a, draw(&config, &mut stream(5, Stream::Workload)));
+        assert_ne!(a, draw(&config, &mut stream(6, Stream::Workload)));
+        assert_eq!(a.len(), 50);
+        assert!(a.windows(2).all(|w| w[0].start_ms <= w[1].start_ms));
+    }
+
+    #[test]
+    fn derived_kinds_refer_to_earlier_creates() {
+        let mut config = SimConfig::default();
+        config.workload.requests = 400;
+        let ops = draw(&config, &mut stream(9, Stream::Workload));
+        let kinds: std::collections::BTreeSet<_> = ops.iter().map(|o| format!("{:?}", o.kind)).collect();
+        assert_eq!(kinds.len(), 7, "{kinds:?}");
+        for dup in ops.iter().filter(|o| o.kind == OpKind::ConcurrentDuplicate) {
+            assert!(ops.iter().any(|o| o.kind == OpKind::Create && o.request == dup.request && o.client != dup.client));
+        }
+        for t in ops.iter().filter(|o| o.kind == OpKind::TenantCollision) {
+            assert!(ops.iter().any(|o| o.request.key == t.request.key && o.request.caller != t.request.caller));
+        }
+        assert!(ops.iter().filter(|o| o.kind == OpKind::MissingKey).all(|o| o.request.key.is_none()));
+    }
+}

@@ -1,0 +1,190 @@
+//! The shared state of one simulated run: history, clocks, node table, the
+//! agenda of timed actions, and the step budget.
+//!
+//! Every node task reaches it through a [`Sim`] handle; the lock is never
+//! held across an `await`, so each access is one atomic step of the run.
+
+use crate::config::SimConfig;
+use crate::msg::Msg;
+use crate::plan::FaultAction;
+use crate::rng::SimRng;
+use crate::swarm::FaultProfile;
+use futures::channel::{mpsc, oneshot};
+use idemsim_model::history::{Fault, Phase};
+use idemsim_model::retry::TokenBucket;
+use idemsim_model::{DownstreamKey, Event, History, MessageId, NodeId, Scope, SimTime};
+use idemsim_store::IdempotencyStore;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A timed action run by the agenda task on the world node.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Hand a message to its receiver's mailbox.
+    Deliver { from: NodeId, to: NodeId, msg: Msg },
+    /// Apply a planned fault.
+    Fault(FaultAction),
+    /// Bring a crashed node back.
+    Restart(NodeId),
+    /// Unfreeze a paused node.
+    Resume(NodeId),
+    /// Undo a partition of one node.
+    Reconnect { node: NodeId, outgoing: bool, incoming: bool },
+}
+
+/// What the world knows about one node.
+#[derive(Default)]
+pub(crate) struct NodeState {
+    pub madsim: Option<madsim::runtime::NodeHandle>,
+    pub up: bool,
+    pub paused: bool,
+    pub mailbox: Option<mpsc::UnboundedSender<Msg>>,
+    pub cut_out: bool,
+    pub cut_in: bool,
+    pub offset_ms: i64,
+    pub drift_ppm: i32,
+}
+
+/// The mutable state of a run.
+pub(crate) struct World {
+    pub config: Arc<SimConfig>,
+    pub profile: FaultProfile,
+    pub history: History,
+    pub store: Arc<dyn IdempotencyStore>,
+    pub net_rng: SimRng,
+    pub client_rng: SimRng,
+    pub server_rng: SimRng,
+    pub faults_on: bool,
+    pub nodes: BTreeMap<NodeId, NodeState>,
+    pub agenda: BTreeMap<(u64, u64), Action>,
+    pub agenda_seq: u64,
+    pub kick: Option<mpsc::UnboundedSender<()>>,
+    pub next_call: u64,
+    pub steps: u64,
+    pub abort: Option<oneshot::Sender<String>>,
+    pub aborted: Option<String>,
+    /// Creation time (true time) and completion of each live record, so a
+    /// sweep can be recorded with the facts the expiry checker needs.
+    pub records: BTreeMap<Scope, (SimTime, bool)>,
+    /// The dependency's dedup table: downstream key to charge id.
+    pub charges: BTreeMap<DownstreamKey, String>,
+    /// Message ids the consumer has applied.
+    pub consumed: BTreeSet<MessageId>,
+    /// Each client's retry budget.
+    pub buckets: BTreeMap<u32, TokenBucket>,
+    /// How many copies of each send servers have received.
+    pub received: BTreeMap<idemsim_model::RequestId, u32>,
+    /// Which client sends each operation.
+    pub op_clients: BTreeMap<idemsim_model::OpId, u32>,
+    /// The store as a `MemStore`, under write-back durability.
+    pub mem: Option<Arc<idemsim_store::MemStore>>,
+    /// The last synced state, under write-back durability.
+    pub synced: Option<crate::disk::Synced>,
+    /// Store writes since the last sync.
+    pub unsynced_ops: u32,
+}
+
+/// A cheap, cloneable handle on the world.
+#[derive(Clone)]
+pub(crate) struct Sim(Arc<Mutex<World>>);
+
+/// True simulated time in milliseconds since the run began.
+pub(crate) fn true_now() -> SimTime {
+    SimTime(madsim::time::TimeHandle::current().elapsed().as_millis() as u64)
+}
+
+impl Sim {
+    pub fn new(world: World) -> Sim {
+        Sim(Arc::new(Mutex::new(world)))
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the world as one atomic step.
+    pub fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        f(&mut self.lock())
+    }
+
+    /// Appends an event at the current true time.
+    pub fn record(&self, node: NodeId, event: Event) {
+        self.with(|w| w.record(node, event));
+    }
+
+    /// The clock of `node`: true time plus its offset and drift.
+    pub fn node_now(&self, node: NodeId) -> SimTime {
+        let now = true_now();
+        self.with(|w| w.node_time(node, now))
+    }
+}
+
+impl World {
+    pub fn record(&mut self, node: NodeId, event: Event) {
+        self.step();
+        let at = true_now();
+        tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&event));
+        self.history.push(at, node, event);
+    }
+
+    /// Counts one step against the budget.
+    pub fn step(&mut self) {
+        self.steps += 1;
+        if self.steps > self.config.budgets.steps_max && self.aborted.is_none() {
+            let why = format!("step budget of {} exceeded (a livelock?)", self.config.budgets.steps_max);
+            self.aborted = Some(why.clone());
+            if let Some(abort) = self.abort.take() {
+                let _ = abort.send(why);
+            }
+        }
+    }
+
+    pub fn node_time(&self, node: NodeId, now: SimTime) -> SimTime {
+        let Some(state) = self.nodes.get(&node) else { return now };
+        let drift = (now.0 as i128 * i128::from(state.drift_ppm)) / 1_000_000;
+        let local = now.0 as i128 + i128::from(state.offset_ms) + drift;
+        SimTime(local.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+
+    pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
+        self.agenda_seq += 1;
+        self.agenda.insert((at_ms, self.agenda_seq), action);
+        if let Some(kick) = &self.kick {
+            let _ = kick.unbounded_send(());
+        }
+    }
+
+    /// The client node that sends `req`.
+    pub fn client_of(&self, req: idemsim_model::RequestId) -> NodeId {
+        NodeId::Client(self.op_clients.get(&req.op).copied().unwrap_or(0))
+    }
+
+    pub fn node(&mut self, id: NodeId) -> &mut NodeState {
+        self.nodes.entry(id).or_default()
+    }
+
+    /// Ends the fault phase: repairs partitions, resumes and restarts nodes
+    /// (through the caller), and turns message faults off.
+    pub fn begin_heal(&mut self) -> (Vec<NodeId>, Vec<NodeId>) {
+        self.faults_on = false;
+        let mut down = Vec::new();
+        let mut paused = Vec::new();
+        let mut partitioned = false;
+        for (id, n) in &mut self.nodes {
+            partitioned |= n.cut_in || n.cut_out;
+            n.cut_in = false;
+            n.cut_out = false;
+            if !n.up {
+                down.push(*id);
+            }
+            if n.paused {
+                paused.push(*id);
+            }
+        }
+        self.record(NodeId::World, Event::Phase { phase: Phase::Heal });
+        if partitioned {
+            self.record(NodeId::World, Event::Fault(Fault::PartitionsHealed));
+        }
+        (down, paused)
+    }
+}
