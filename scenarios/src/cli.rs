@@ -1,0 +1,255 @@
+//! The `idemsim` command line. `main` is a thin wrapper around [`run`], which
+//! writes to the given streams and returns the exit code: 0 clean, 1 a
+//! property was violated (or a run failed), 2 a usage or input error.
+
+use crate::scenario::Scenario;
+use crate::sweep::{sweep, SweepReport, SweepSpec};
+use crate::{catalogue, report};
+use clap::{Args, Parser, Subcommand};
+use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind, Variant};
+use std::io::Write;
+use std::ops::Range;
+
+/// Exit code: no violation.
+pub const EXIT_CLEAN: i32 = 0;
+/// Exit code: a property was violated, or a run failed.
+pub const EXIT_VIOLATION: i32 = 1;
+/// Exit code: bad usage or input.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "idemsim",
+    version,
+    about = "Deterministic simulation testing for the idempotency-key protocol",
+    long_about = "Runs the claim / execute / complete protocol against simulated networks, clocks, storage and \
+                  process faults, one seed at a time, and checks every history against the protocol's properties. \
+                  A seed fully determines a run: `idemsim replay --seed N` reproduces it exactly."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Sweep seeds and report violations and coverage.
+    Run(RunArgs),
+    /// Re-run one seed and print its timeline (or write its trace).
+    Replay(ReplayArgs),
+    /// List the scenarios.
+    List {
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// Scenario name (see `idemsim list`).
+    #[arg(long, default_value = "default")]
+    scenario: String,
+    /// Protocol variant: correct, check-then-insert, takeover-without-bump, unfenced-completion.
+    #[arg(long, default_value = "correct", value_parser = parse_variant)]
+    variant: Variant,
+    /// Store on the database node: mem or sqlite.
+    #[arg(long, default_value = "mem", value_parser = parse_store)]
+    store: StoreKind,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Seeds to sweep, as A..B (B excluded).
+    #[arg(long, value_parser = parse_seeds, conflicts_with = "seed", default_value = "0..1000")]
+    seeds: Range<u64>,
+    /// One seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run every seed twice and report the first diverging event.
+    #[arg(long)]
+    check_determinism: bool,
+    /// One JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The seed to replay.
+    #[arg(long)]
+    seed: u64,
+    /// Write the trace as JSON Lines to this file.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
+    /// One JSON document instead of the timeline.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+        format!("unknown variant '{s}'; expected one of: {}", names.join(", "))
+    })
+}
+
+fn parse_store(s: &str) -> Result<StoreKind, String> {
+    StoreKind::from_name(s).ok_or_else(|| format!("unknown store '{s}'; expected mem or sqlite"))
+}
+
+fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
+    let bad = || format!("'{s}' is not a seed range; expected A..B with A < B, e.g. 0..2000");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok(a..b)
+}
+
+/// Runs the command line `args` (program name first).
+pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_CLEAN };
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => cmd_run(args, out, err),
+        Command::Replay(args) => cmd_replay(args, out),
+        Command::List { json } => cmd_list(json, out),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            let _ = writeln!(err, "error: {message}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn scenario(name: &str) -> Result<Scenario, String> {
+    catalogue::find(name).ok_or_else(|| format!("unknown scenario '{name}'; `idemsim list` shows the scenarios"))
+}
+
+fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let scenario = scenario(&args.target.scenario)?;
+    let seeds = args.seed.map_or(args.seeds.clone(), |s| s..s.saturating_add(1));
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 || jobs > 1024 {
+        return Err("--jobs must be between 1 and 1024".into());
+    }
+    let spec = SweepSpec {
+        config: scenario.config_for(args.target.variant),
+        store: args.target.store,
+        seeds: seeds.clone(),
+        jobs,
+        check_determinism: args.check_determinism,
+    };
+    let total = seeds.end - seeds.start;
+    let progress = report::Progress::new(total, !args.json);
+    let result = sweep(&spec, &|done| progress.tick(done, err_is_tty()));
+    progress.finish();
+    let report = result.map_err(|e| e.to_string())?;
+    let ctx =
+        report::Context { scenario: &scenario, variant: args.target.variant, store: args.target.store, seeds, jobs };
+    if args.json {
+        report::sweep_json(&ctx, &report, out).map_err(|e| e.to_string())?;
+    } else {
+        report::sweep_text(&ctx, &report, out).map_err(|e| e.to_string())?;
+    }
+    let _ = err.flush();
+    Ok(exit_code(&report))
+}
+
+fn exit_code(report: &SweepReport) -> i32 {
+    if report.seeds_failed > 0 || report.divergence.is_some() {
+        EXIT_VIOLATION
+    } else {
+        EXIT_CLEAN
+    }
+}
+
+fn err_is_tty() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}
+
+fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
+    let scenario = scenario(&args.target.scenario)?;
+    let config = scenario.config_for(args.target.variant);
+    let outcome = run_seed(&config, args.target.store, args.seed).map_err(|e| e.to_string())?;
+    let ctx = report::Context {
+        scenario: &scenario,
+        variant: args.target.variant,
+        store: args.target.store,
+        seeds: args.seed..args.seed + 1,
+        jobs: 1,
+    };
+    if let Some(path) = &args.trace {
+        let text = to_jsonl(args.seed, &scenario.name, args.target.variant.name(), &outcome.history);
+        std::fs::write(path, text).map_err(|e| format!("cannot write the trace to {}: {e}", path.display()))?;
+    }
+    if args.json {
+        report::replay_json(&ctx, &outcome, out).map_err(|e| e.to_string())?;
+    } else {
+        report::replay_text(&ctx, &outcome, out).map_err(|e| e.to_string())?;
+        if let Some(path) = &args.trace {
+            let _ = writeln!(
+                out,
+                "trace: {} events written to {} (hash {})",
+                outcome.history.entries.len(),
+                path.display(),
+                trace_hash(&outcome.history)
+            );
+        }
+    }
+    Ok(if outcome.failed() { EXIT_VIOLATION } else { EXIT_CLEAN })
+}
+
+fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {
+    let all = catalogue::all();
+    let written = if json {
+        let list: Vec<serde_json::Value> = all
+            .iter()
+            .map(|s| {
+                let variants: serde_json::Map<String, serde_json::Value> =
+                    s.expect.iter().map(|(v, e)| (v.name().to_string(), e.to_string().into())).collect();
+                serde_json::json!({ "name": s.name, "lesson": s.lesson, "variants": variants })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list).expect("json"))
+    } else {
+        all.iter().try_for_each(|s| {
+            let first = s.lesson.split(". ").next().unwrap_or(&s.lesson);
+            writeln!(out, "{:<24} {first}.", s.name)
+        })
+    };
+    written.map_err(|e| e.to_string())?;
+    Ok(EXIT_CLEAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_ranges_parse_or_explain() {
+        assert_eq!(parse_seeds("0..2000").unwrap(), 0..2000);
+        for bad in ["5..5", "9..1", "a..b", "12", "..3", "-1..4"] {
+            assert!(parse_seeds(bad).unwrap_err().contains("A..B"), "{bad}");
+        }
+    }
+}

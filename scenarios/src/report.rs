@@ -1,0 +1,245 @@
+//! Human and JSON reports for sweeps and replays.
+
+use crate::scenario::Scenario;
+use crate::sweep::SweepReport;
+use idemsim_sim::timeline::describe;
+use idemsim_sim::{trace_hash, RunOutcome, StoreKind, Variant};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{self, Write};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What was run.
+pub struct Context<'a> {
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// The variant.
+    pub variant: Variant,
+    /// The store.
+    pub store: StoreKind,
+    /// The seeds.
+    pub seeds: Range<u64>,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+impl Context<'_> {
+    /// The one command that reproduces `seed`.
+    pub fn replay_command(&self, seed: u64) -> String {
+        let mut cmd =
+            format!("idemsim replay --scenario {} --variant {} --seed {seed}", self.scenario.name, self.variant);
+        if self.store != StoreKind::Mem {
+            cmd.push_str(&format!(" --store {}", self.store.name()));
+        }
+        cmd
+    }
+}
+
+/// A progress bar on a terminal, a line per tenth elsewhere.
+pub struct Progress {
+    total: u64,
+    bar: Option<ProgressBar>,
+    printed: AtomicU64,
+    enabled: bool,
+}
+
+impl Progress {
+    /// A progress display for `total` seeds; silent when not `enabled`.
+    pub fn new(total: u64, enabled: bool) -> Progress {
+        use std::io::IsTerminal;
+        let bar = (enabled && io::stderr().is_terminal() && total > 1).then(|| {
+            let bar = ProgressBar::new(total);
+            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        });
+        Progress { total, bar, printed: AtomicU64::new(0), enabled }
+    }
+
+    /// `done` seeds have finished.
+    pub fn tick(&self, done: u64, _tty: bool) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+            return;
+        }
+        let tenth = (self.total / 10).max(1);
+        if self.enabled
+            && self.total >= 100
+            && done % tenth == 0
+            && self.printed.fetch_max(done, Ordering::Relaxed) < done
+        {
+            eprintln!("swept {done}/{} seeds", self.total);
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The sweep summary for a person.
+pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "idemsim run: scenario {}, variant {}, store {}, seeds {}..{} ({} jobs)",
+        ctx.scenario.name,
+        ctx.variant,
+        ctx.store.name(),
+        ctx.seeds.start,
+        ctx.seeds.end,
+        ctx.jobs
+    )?;
+    writeln!(
+        out,
+        "  {} seeds in {:.2} s: {:.0} seeds/s, {} events",
+        r.seeds_run,
+        r.elapsed.as_secs_f64(),
+        r.seeds_per_sec(),
+        r.events
+    )?;
+    writeln!(out, "  fault classes drawn (seeds): {}", join_counts(&r.fault_classes))?;
+    writeln!(out, "  coverage (seeds where it happened, total times):")?;
+    for (name, total) in r.coverage_total.counters() {
+        let seeds = r.coverage_seeds.get(name).copied().unwrap_or(0);
+        let mark = if seeds == 0 { "  <- never happened" } else { "" };
+        writeln!(out, "    {name:<38} {seeds:>7} {total:>9}{mark}")?;
+    }
+    if let Some(d) = &r.divergence {
+        writeln!(out, "NONDETERMINISM: seed {} diverged at event #{}", d.seed, d.event)?;
+        writeln!(out, "  first run:  {}", d.first)?;
+        writeln!(out, "  second run: {}", d.second)?;
+    }
+    if r.seeds_failed == 0 {
+        writeln!(out, "CLEAN: no property violated in {} seeds", r.seeds_run)?;
+        return Ok(());
+    }
+    writeln!(out, "FAIL: {} of {} seeds violate a property", r.seeds_failed, r.seeds_run)?;
+    for (property, seeds) in &r.violations_by_property {
+        writeln!(out, "    {:<20} {seeds} seeds", property.name())?;
+    }
+    if r.seeds_errored > 0 {
+        writeln!(out, "    {:<20} {} seeds", "run errors", r.seeds_errored)?;
+    }
+    let Some(first) = r.failures.first() else { return Ok(()) };
+    writeln!(out, "first failing seed: {}", first.seed)?;
+    if let Some(e) = &first.error {
+        writeln!(out, "  run error: {e}")?;
+    }
+    let config = ctx.scenario.config_for(ctx.variant);
+    let replayed = idemsim_sim::run_seed(&config, ctx.store, first.seed).ok();
+    for v in first.violations.iter().take(5) {
+        writeln!(out, "  {v}")?;
+        let Some(outcome) = &replayed else { continue };
+        for &i in &v.events {
+            if let Some(e) = outcome.history.entries.get(i) {
+                writeln!(
+                    out,
+                    "      #{i:<5} {:>10}  {:<11} {}",
+                    e.at.to_string(),
+                    e.node.to_string(),
+                    describe(&e.event)
+                )?;
+            }
+        }
+    }
+    if first.violations.len() > 5 {
+        writeln!(out, "  ... and {} more violations in this seed", first.violations.len() - 5)?;
+    }
+    writeln!(out, "reproduce: {}", ctx.replay_command(first.seed))?;
+    Ok(())
+}
+
+fn join_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
+    if counts.is_empty() {
+        return "none".into();
+    }
+    counts.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The sweep summary as one JSON document.
+pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io::Result<()> {
+    let failures: Vec<serde_json::Value> = r
+        .failures
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "seed": f.seed, "hash": f.hash, "error": f.error,
+                "violations": f.violations, "replay": ctx.replay_command(f.seed),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "scenario": ctx.scenario.name,
+        "variant": ctx.variant.name(),
+        "store": ctx.store.name(),
+        "seeds": { "start": ctx.seeds.start, "end": ctx.seeds.end },
+        "jobs": ctx.jobs,
+        "seeds_run": r.seeds_run,
+        "seeds_failed": r.seeds_failed,
+        "clean": r.seeds_failed == 0 && r.divergence.is_none(),
+        "violations_by_property": r.violations_by_property,
+        "failures": failures,
+        "coverage_seeds": r.coverage_seeds,
+        "coverage_total": r.coverage_total,
+        "fault_classes": r.fault_classes,
+        "events": r.events,
+        "elapsed_ms": r.elapsed.as_millis() as u64,
+        "seeds_per_sec": r.seeds_per_sec(),
+        "divergence": r.divergence,
+        "hashes": r.hashes,
+    });
+    writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"))
+}
+
+/// One seed's timeline and verdict.
+pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "idemsim replay: scenario {}, variant {}, store {}, seed {}",
+        ctx.scenario.name,
+        ctx.variant,
+        ctx.store.name(),
+        o.seed
+    )?;
+    let active = o.profile.active();
+    writeln!(out, "fault classes: {}", if active.is_empty() { "none".into() } else { active.join(", ") })?;
+    out.write_all(idemsim_sim::timeline::render(&o.history).as_bytes())?;
+    if let Some(e) = &o.error {
+        writeln!(out, "RUN ERROR: {e}")?;
+    }
+    for v in &o.violations {
+        writeln!(out, "VIOLATION {v}")?;
+    }
+    let verdict = if o.failed() { "FAIL" } else { "CLEAN" };
+    writeln!(
+        out,
+        "{verdict}: {} violations, {} events, trace hash {}",
+        o.violations.len(),
+        o.history.entries.len(),
+        trace_hash(&o.history)
+    )
+}
+
+/// One seed as a JSON document.
+pub fn replay_json(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io::Result<()> {
+    let doc = serde_json::json!({
+        "scenario": ctx.scenario.name,
+        "variant": ctx.variant.name(),
+        "store": ctx.store.name(),
+        "seed": o.seed,
+        "hash": trace_hash(&o.history),
+        "clean": !o.failed(),
+        "error": o.error.as_ref().map(|e| e.to_string()),
+        "violations": o.violations,
+        "coverage": o.coverage,
+        "profile": o.profile,
+        "plan": o.plan,
+        "meta": o.history.meta,
+        "events": o.history.entries,
+    });
+    writeln!(out, "{}", serde_json::to_string(&doc).expect("json"))
+}

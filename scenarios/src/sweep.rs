@@ -1,0 +1,173 @@
+//! Seed sweeps across worker threads. A report depends only on the seeds
+//! and the config, never on `jobs` or on which worker ran which seed.
+
+use idemsim_model::{Coverage, Property, Violation};
+use idemsim_sim::{run_seed, ConfigError, RunError, RunOutcome, SimConfig, StoreKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How many failing seeds a report keeps in full.
+pub const FAILURES_KEPT: usize = 20;
+
+/// What to sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSpec {
+    /// The configuration (scenario + variant).
+    pub config: SimConfig,
+    /// The store.
+    pub store: StoreKind,
+    /// Seeds `start..end`.
+    pub seeds: Range<u64>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Run every seed twice and compare trace hashes.
+    pub check_determinism: bool,
+}
+
+/// One failing seed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    /// The seed.
+    pub seed: u64,
+    /// What was violated.
+    pub violations: Vec<Violation>,
+    /// Why the run stopped, if it did.
+    pub error: Option<String>,
+    /// The trace hash.
+    pub hash: String,
+}
+
+/// Two runs of one seed that differed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Divergence {
+    /// The seed.
+    pub seed: u64,
+    /// Index of the first differing event.
+    pub event: usize,
+    /// The event in the first run.
+    pub first: String,
+    /// The event in the second run.
+    pub second: String,
+}
+
+/// A sweep's results.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SweepReport {
+    /// Seeds run.
+    pub seeds_run: u64,
+    /// Seeds that failed.
+    pub seeds_failed: u64,
+    /// Seeds that violated each property.
+    pub violations_by_property: BTreeMap<Property, u64>,
+    /// Seeds cut short by the step budget or a panic.
+    pub seeds_errored: u64,
+    /// The lowest failing seeds, in full.
+    pub failures: Vec<Failure>,
+    /// Seeds in which each coverage counter was non-zero.
+    pub coverage_seeds: BTreeMap<String, u64>,
+    /// Summed coverage counters.
+    pub coverage_total: Coverage,
+    /// Seeds whose fault profile had each fault class on.
+    pub fault_classes: BTreeMap<String, u64>,
+    /// History events recorded.
+    pub events: u64,
+    /// Trace hash of every seed (kept for sweeps of at most 100,000 seeds).
+    pub hashes: BTreeMap<u64, String>,
+    /// The first seed whose two runs differed.
+    pub divergence: Option<Divergence>,
+    /// Wall time.
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+impl SweepReport {
+    fn add(&mut self, outcome: &RunOutcome, keep_hash: bool) {
+        self.seeds_run += 1;
+        self.events += outcome.history.entries.len() as u64;
+        for (name, value) in outcome.coverage.counters() {
+            *self.coverage_seeds.entry(name.to_string()).or_default() += u64::from(value > 0);
+        }
+        self.coverage_total.add(&outcome.coverage);
+        for class in outcome.profile.active() {
+            *self.fault_classes.entry(class.to_string()).or_default() += 1;
+        }
+        let hash = outcome.hash();
+        if keep_hash {
+            self.hashes.insert(outcome.seed, hash.clone());
+        }
+        if !outcome.failed() {
+            return;
+        }
+        self.seeds_failed += 1;
+        self.seeds_errored += u64::from(outcome.error.is_some());
+        let mut properties: Vec<Property> = outcome.violations.iter().map(|v| v.property).collect();
+        properties.dedup();
+        for p in properties {
+            *self.violations_by_property.entry(p).or_default() += 1;
+        }
+        self.failures.push(Failure {
+            seed: outcome.seed,
+            violations: outcome.violations.clone(),
+            error: outcome.error.as_ref().map(RunError::to_string),
+            hash,
+        });
+        self.failures.sort_by_key(|f| f.seed);
+        self.failures.truncate(FAILURES_KEPT);
+    }
+
+    /// Seeds per second of wall time.
+    pub fn seeds_per_sec(&self) -> f64 {
+        self.seeds_run as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs a sweep. `progress` is called with the number of seeds done.
+pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepReport, ConfigError> {
+    spec.config.validate()?;
+    // Fail fast on a store or config problem, before spawning workers.
+    run_seed(&spec.config, spec.store, spec.seeds.start)?;
+    let started = Instant::now();
+    let next = AtomicU64::new(spec.seeds.start);
+    let done = AtomicU64::new(0);
+    let report = Mutex::new(SweepReport::default());
+    let keep_hashes = spec.seeds.end - spec.seeds.start <= 100_000;
+    std::thread::scope(|scope| {
+        for _ in 0..spec.jobs.max(1) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= spec.seeds.end {
+                    return;
+                }
+                let outcome = run_seed(&spec.config, spec.store, seed).expect("validated above");
+                let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
+                let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
+                r.add(&outcome, keep_hashes);
+                if let Some(d) = divergence {
+                    if r.divergence.as_ref().is_none_or(|old| d.seed < old.seed) {
+                        r.divergence = Some(d);
+                    }
+                }
+                drop(r);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+            });
+        }
+    });
+    let mut report = report.into_inner().unwrap_or_else(|p| p.into_inner());
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Runs the seed again and finds the first event that differs.
+fn diverges(spec: &SweepSpec, first: &RunOutcome) -> Option<Divergence> {
+    let second = run_seed(&spec.config, spec.store, first.seed).ok()?;
+    let (a, b) = (&first.history.entries, &second.history.entries);
+    let event = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
+    let show = |e: Option<&idemsim_model::Entry>| {
+        e.map_or("(none)".to_string(), |e| serde_json::to_string(e).unwrap_or_default())
+    };
+    Some(Divergence { seed: first.seed, event, first: show(a.get(event)), second: show(b.get(event)) })
+}

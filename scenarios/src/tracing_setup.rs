@@ -1,0 +1,37 @@
+//! `RUST_LOG` logging, stamped with simulated time. Off (no subscriber at
+//! all) unless `RUST_LOG` is set, so sweeps pay nothing for it.
+
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
+use tracing_subscriber::EnvFilter;
+
+/// Prints the simulated clock inside a simulation, `-` outside.
+struct SimTime;
+
+impl FormatTime for SimTime {
+    fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
+        match madsim::time::TimeHandle::try_current() {
+            Some(t) => {
+                let ms = t.elapsed().as_millis();
+                write!(w, "{:>4}.{:03}s", ms / 1000, ms % 1000)
+            }
+            None => write!(w, "{:>9}", "-"),
+        }
+    }
+}
+
+/// Installs the logger if `RUST_LOG` is set. Each line carries the node
+/// (`node=server-1`) and the event in plain words.
+pub fn init() {
+    let Ok(filter) = std::env::var("RUST_LOG") else { return };
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|e| {
+        eprintln!("warning: RUST_LOG={filter:?} is not a valid filter ({e}); logging at info");
+        EnvFilter::new("info")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_timer(SimTime)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
