@@ -160,7 +160,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     };
     let total = seeds.end - seeds.start;
     let progress = report::Progress::new(total, !args.json);
-    let result = sweep(&spec, &|done| progress.tick(done, err_is_tty()));
+    let result = sweep(&spec, &|done| progress.tick(done));
     progress.finish();
     let report = result.map_err(|e| e.to_string())?;
     let ctx =
@@ -180,11 +180,6 @@ fn exit_code(report: &SweepReport) -> i32 {
     } else {
         EXIT_CLEAN
     }
-}
-
-fn err_is_tty() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal()
 }
 
 fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {

@@ -58,7 +58,7 @@ impl Progress {
     }
 
     /// `done` seeds have finished.
-    pub fn tick(&self, done: u64, _tty: bool) {
+    pub fn tick(&self, done: u64) {
         if let Some(bar) = &self.bar {
             bar.set_position(done);
             return;
@@ -66,7 +66,7 @@ impl Progress {
         let tenth = (self.total / 10).max(1);
         if self.enabled
             && self.total >= 100
-            && done % tenth == 0
+            && done.is_multiple_of(tenth)
             && self.printed.fetch_max(done, Ordering::Relaxed) < done
         {
             eprintln!("swept {done}/{} seeds", self.total);
