@@ -1,3 +1,6 @@
 //! The integration suite: one binary, one module per concern.
 
+mod cli;
 mod conformance;
+mod determinism;
+mod simulation;

@@ -32,3 +32,9 @@ pub use error::StoreError;
 pub use mem::MemStore;
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
+
+/// `docs/store-testing.md`, compiled and run as a doctest so its example
+/// stays true.
+#[doc = include_str!("../../docs/store-testing.md")]
+#[cfg(doctest)]
+pub struct StoreTestingGuide;
