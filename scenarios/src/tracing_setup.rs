@@ -28,10 +28,12 @@ pub fn init() {
         eprintln!("warning: RUST_LOG={filter:?} is not a valid filter ({e}); logging at info");
         EnvFilter::new("info")
     });
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_timer(SimTime)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }
