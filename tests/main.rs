@@ -3,4 +3,5 @@
 mod cli;
 mod conformance;
 mod determinism;
+mod real_stores;
 mod simulation;

@@ -24,12 +24,23 @@
 
 pub mod conformance;
 mod error;
+mod flaw;
 mod mem;
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "pg")]
+mod pg;
+mod sql;
 mod sqlite;
 mod store;
 
 pub use error::StoreError;
+pub use flaw::SqlFlaw;
 pub use mem::MemStore;
+#[cfg(feature = "mysql")]
+pub use mysql::{MySqlStore, MYSQL_SCHEMA};
+#[cfg(feature = "pg")]
+pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
 

@@ -1,11 +1,11 @@
 //! `SqliteStore`: the protocol in SQL, on an embedded SQLite database.
 
+use crate::sql::{attempt_of, limit_of, ms, RecordRow, RECORD_COLUMNS};
 use crate::{IdempotencyStore, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
-    Attempt, Bytes, CallerId, Claim, Completion, DownstreamKey, Fingerprint, IdempotencyKey, LocalEffect, MessageId,
-    OutboxEntry, OutboxMessage, Record, RecordState, RecoveryPoint, Scope, SimTime, StoredResponse, Takeover,
-    WriteOutcome,
+    Attempt, Bytes, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, LocalEffect, MessageId, OutboxEntry,
+    OutboxMessage, Record, RecoveryPoint, Scope, SimTime, Takeover, WriteOutcome,
 };
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
 use std::path::Path;
@@ -13,9 +13,6 @@ use std::sync::{Mutex, MutexGuard};
 
 /// The schema, created on open. Shown in the docs.
 pub const SQLITE_SCHEMA: &str = include_str!("../sql/sqlite.sql");
-
-const RECORD_COLUMNS: &str = "fingerprint, status, attempt, locked_until, recovery_key, recovery_data, \
-                              response_status, response_body, created_at";
 
 /// A store on SQLite (bundled; no server). One connection behind a mutex;
 /// each operation is one statement or one `BEGIN IMMEDIATE` transaction.
@@ -236,12 +233,12 @@ impl IdempotencyStore for SqliteStore {
              WHERE status = 'in_progress' AND locked_until <= ?1 ORDER BY caller, key LIMIT ?2"
         );
         let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut rows = stmt.query(params![ms(now)?, limit]).map_err(map_err)?;
+        let mut rows = stmt.query(params![ms(now)?, limit_of(limit)]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
             let scope = scope_of(row).map_err(map_err)?;
-            out.push((scope, record_at(row, 2)?));
+            let record = record_at(row, 2)?.ok_or_else(|| StoreError::Corrupt("stale tombstone".into()))?;
+            out.push((scope, record));
         }
         Ok(out)
     }
@@ -253,7 +250,7 @@ impl IdempotencyStore for SqliteStore {
                 "SELECT caller, key, message_id, topic, payload FROM idem_outbox WHERE published = 0 ORDER BY seq LIMIT ?1",
             )
             .map_err(map_err)?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let limit = limit_of(limit);
         let rows = stmt
             .query_map(params![limit], |row| {
                 let message =
@@ -279,41 +276,27 @@ fn select_record(conn: &Connection, scope: &Scope) -> Result<Option<Record>, Sto
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
     let mut rows = stmt.query(params![scope.caller.0, scope.key.0]).map_err(map_err)?;
     match rows.next().map_err(map_err)? {
-        Some(row) => record_at(row, 0).map(Some),
+        Some(row) => record_at(row, 0),
         None => Ok(None),
     }
 }
 
-/// Decodes the `RECORD_COLUMNS` starting at column `at`, checking the
-/// invariants a status implies.
-fn record_at(row: &Row<'_>, at: usize) -> Result<Record, StoreError> {
+/// Decodes the `RECORD_COLUMNS` starting at column `at`; `None` for a
+/// tombstone.
+fn record_at(row: &Row<'_>, at: usize) -> Result<Option<Record>, StoreError> {
     let get_err = |e: rusqlite::Error| StoreError::Corrupt(e.to_string());
-    let status: String = row.get(at + 1).map_err(get_err)?;
-    let attempt = attempt_of(row.get(at + 2).map_err(get_err)?)?;
-    let state = match status.as_str() {
-        "in_progress" => {
-            let locked_until: Option<i64> = row.get(at + 3).map_err(get_err)?;
-            let locked_until =
-                locked_until.ok_or_else(|| StoreError::Corrupt("in_progress row without a lease".into()))?;
-            let key: Option<String> = row.get(at + 4).map_err(get_err)?;
-            let data: Option<Vec<u8>> = row.get(at + 5).map_err(get_err)?;
-            let recovery_point =
-                key.map(|k| RecoveryPoint { downstream_key: DownstreamKey(k), data: Bytes(data.unwrap_or_default()) });
-            RecordState::InProgress { attempt, locked_until: time_of(locked_until)?, recovery_point }
-        }
-        "completed" => {
-            let status: Option<u16> = row.get(at + 6).map_err(get_err)?;
-            let body: Option<Vec<u8>> = row.get(at + 7).map_err(get_err)?;
-            let (Some(status), Some(body)) = (status, body) else {
-                return Err(StoreError::Corrupt("completed row without a response".into()));
-            };
-            RecordState::Completed { response: StoredResponse { status, body: Bytes(body) }, attempt }
-        }
-        other => return Err(StoreError::Corrupt(format!("unknown status {other:?}"))),
-    };
-    let fingerprint = Fingerprint(row.get(at).map_err(get_err)?);
-    let created_at = time_of(row.get(at + 8).map_err(get_err)?)?;
-    Ok(Record { fingerprint, created_at, state })
+    RecordRow {
+        fingerprint: row.get(at).map_err(get_err)?,
+        status: row.get(at + 1).map_err(get_err)?,
+        attempt: row.get(at + 2).map_err(get_err)?,
+        locked_until: row.get(at + 3).map_err(get_err)?,
+        recovery_key: row.get(at + 4).map_err(get_err)?,
+        recovery_data: row.get(at + 5).map_err(get_err)?,
+        response_status: row.get(at + 6).map_err(get_err)?,
+        response_body: row.get(at + 7).map_err(get_err)?,
+        created_at: row.get(at + 8).map_err(get_err)?,
+    }
+    .into_record()
 }
 
 fn scope_of(row: &Row<'_>) -> rusqlite::Result<Scope> {
@@ -326,18 +309,6 @@ fn outcome(changed: usize) -> WriteOutcome {
     } else {
         WriteOutcome::Fenced
     }
-}
-
-fn ms(t: SimTime) -> Result<i64, StoreError> {
-    i64::try_from(t.0).map_err(|_| StoreError::Unavailable(format!("time {} ms is beyond SQLite's range", t.0)))
-}
-
-fn time_of(v: i64) -> Result<SimTime, StoreError> {
-    u64::try_from(v).map(SimTime).map_err(|_| StoreError::Corrupt(format!("negative time {v}")))
-}
-
-fn attempt_of(v: i64) -> Result<Attempt, StoreError> {
-    u32::try_from(v).ok().filter(|a| *a >= 1).map(Attempt).ok_or_else(|| StoreError::Corrupt(format!("attempt {v}")))
 }
 
 fn map_err(e: rusqlite::Error) -> StoreError {
