@@ -64,7 +64,7 @@ fn bad_connection_settings_are_clear_errors() {
 fn a_terminated_pg_connection_is_replaced() {
     let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
     runtime().block_on(async {
-        let store = PgStore::connect(&url, "idemsim_terminate", 2).await.unwrap();
+        let store = PgStore::connect(&url, "idemsim_t_terminate", 2).await.unwrap();
         store.reset().await.unwrap();
         let scope = idemsim_model::Scope::new("acme", "k");
         let fp = idemsim_model::Fingerprint::of("POST", "/orders", b"{}");
@@ -106,5 +106,149 @@ fn broken_sql_fails_the_kit_on_real_servers() {
         };
         let failure = Conformance::new().cases(256).check(fresh).expect_err("unfenced SQL must not conform");
         assert!(failure.reason.contains("complete"), "{failure}");
+    }
+}
+
+mod stress {
+    use super::*;
+    use idemsim_scenarios::stress::{stress, StressSpec};
+    use idemsim_scenarios::target::StoreTarget;
+    use idemsim_store::SqlFlaw;
+
+    fn target(name: &str) -> Option<StoreTarget> {
+        let url = match name {
+            "pg" => server_or_skip("PostgreSQL", pg_url())?,
+            _ => server_or_skip("MariaDB", mysql_url())?,
+        };
+        Some(StoreTarget::parse(name, Some(&url)).unwrap())
+    }
+
+    fn assert_clean(name: &str) {
+        let Some(target) = target(name) else { return };
+        let spec = StressSpec { schema: format!("idemsim_t_stress_{name}"), ..StressSpec::default() };
+        assert!(spec.requests >= 2000 && spec.clients >= 16);
+        let report = stress(&spec, &target, None).unwrap();
+        assert_eq!(report.violations, vec![], "{name}: {:?}", report.violations.first());
+        assert!(report.pauses > 0 && report.abandoned > 0, "{name}: the faults must happen: {report:?}");
+        assert!(report.terminated > 0, "{name}: connections must be terminated: {report:?}");
+    }
+
+    fn assert_caught(name: &str, flaw: SqlFlaw) {
+        let Some(target) = target(name) else { return };
+        let schema = format!("idemsim_t_{name}_{}", flaw.name().replace('-', "_"));
+        let report = stress(&StressSpec { schema, ..StressSpec::default() }, &target, Some(flaw)).unwrap();
+        assert!(!report.violations.is_empty(), "{name} {flaw:?} was not caught");
+    }
+
+    #[test]
+    fn pg_passes_stress() {
+        assert_clean("pg");
+    }
+
+    #[test]
+    fn mysql_passes_stress() {
+        assert_clean("mysql");
+    }
+
+    #[test]
+    fn pg_check_then_insert_is_caught() {
+        assert_caught("pg", SqlFlaw::CheckThenInsert);
+    }
+
+    #[test]
+    fn pg_unfenced_completion_is_caught() {
+        assert_caught("pg", SqlFlaw::UnfencedCompletion);
+    }
+
+    #[test]
+    fn mysql_check_then_insert_is_caught() {
+        assert_caught("mysql", SqlFlaw::CheckThenInsert);
+    }
+
+    #[test]
+    fn mysql_unfenced_completion_is_caught() {
+        assert_caught("mysql", SqlFlaw::UnfencedCompletion);
+    }
+
+    #[test]
+    fn embedded_stores_pass_stress() {
+        for name in ["mem", "sqlite"] {
+            let spec = StressSpec { requests: 300, ..StressSpec::default() };
+            let report = stress(&spec, &StoreTarget::parse(name, None).unwrap(), None).unwrap();
+            assert_eq!(report.violations, vec![], "{name}");
+        }
+    }
+}
+
+mod cli {
+    use super::*;
+    use idemsim_scenarios::cli::{run, EXIT_CLEAN, EXIT_USAGE};
+
+    fn idemsim(args: &[&str]) -> (i32, String, String) {
+        let argv = std::iter::once("idemsim").chain(args.iter().copied()).map(String::from).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run(argv, &mut out, &mut err);
+        (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    }
+
+    #[test]
+    fn check_store_prints_a_verdict_table() {
+        let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
+        let (code, out, err) = idemsim(&["check-store", "--store", "pg", "--url", &url, "--seed", "1"]);
+        assert_eq!(code, EXIT_CLEAN, "{out}{err}");
+        assert!(out.contains("conformance  PASS  256 cases"), "{out}");
+        assert!(out.contains("stress       PASS  2000 requests, 16 clients, 0 violations"), "{out}");
+        assert!(out.contains("verdict: PASS"), "{out}");
+    }
+
+    #[test]
+    fn bad_urls_and_refused_connections_are_one_line_and_exit_2() {
+        let cases: [(&[&str], &str); 5] = [
+            (&["stress", "--store", "pg", "--url", "postgresql://[::1"], "invalid PostgreSQL URL"),
+            (
+                &["stress", "--store", "pg", "--url", "postgresql://postgres@127.0.0.1:1/test"],
+                "cannot connect to PostgreSQL",
+            ),
+            (&["stress", "--store", "mysql", "--url", "mysql//x"], "invalid MySQL URL"),
+            (&["check-store", "--store", "mysql", "--url", "mysql://root@127.0.0.1:1/test"], "cannot connect to MySQL"),
+            (&["stress", "--store", "oracle"], "unknown store 'oracle'"),
+        ];
+        for (args, message) in cases {
+            let (code, _, err) = idemsim(args);
+            assert_eq!(code, EXIT_USAGE, "{args:?}: {err}");
+            assert!(err.contains(message), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        }
+    }
+
+    #[test]
+    fn a_missing_permission_is_one_line_and_exit_2() {
+        if let Some(url) = server_or_skip("PostgreSQL", pg_url()) {
+            runtime().block_on(async {
+                let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let create =
+                    "DO $$ BEGIN CREATE ROLE idemsim_noperm LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$";
+                admin.batch_execute(create).await.unwrap();
+                admin.batch_execute("REVOKE CREATE ON DATABASE test FROM idemsim_noperm").await.unwrap();
+            });
+            let (code, _, err) =
+                idemsim(&["stress", "--store", "pg", "--url", "postgresql://idemsim_noperm@127.0.0.1:5432/test"]);
+            assert_eq!(code, EXIT_USAGE, "{err}");
+            assert!(err.contains("permission denied"), "{err}");
+        }
+        if let Some(url) = server_or_skip("MariaDB", mysql_url()) {
+            runtime().block_on(async {
+                use mysql_async::prelude::Queryable;
+                let mut c = mysql_async::Conn::from_url(url.as_str()).await.unwrap();
+                c.query_drop("CREATE USER IF NOT EXISTS 'idemsim_noperm'@'%'").await.unwrap();
+                c.query_drop("CREATE USER IF NOT EXISTS 'idemsim_noperm'@'localhost'").await.unwrap();
+                c.disconnect().await.unwrap();
+            });
+            let (code, _, err) =
+                idemsim(&["stress", "--store", "mysql", "--url", "mysql://idemsim_noperm@127.0.0.1:3306/test"]);
+            assert_eq!(code, EXIT_USAGE, "{err}");
+            assert!(err.contains("denied"), "{err}");
+        }
     }
 }

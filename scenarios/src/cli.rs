@@ -3,7 +3,9 @@
 //! property was violated (or a run failed), 2 a usage or input error.
 
 use crate::scenario::Scenario;
+use crate::stress::{stress, StressSpec};
 use crate::sweep::{sweep, SweepReport, SweepSpec};
+use crate::target::StoreTarget;
 use crate::{catalogue, report};
 use clap::{Args, Parser, Subcommand};
 use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind, Variant};
@@ -37,6 +39,10 @@ enum Command {
     Run(RunArgs),
     /// Re-run one seed and print its timeline (or write its trace).
     Replay(ReplayArgs),
+    /// Stress a real store: real tasks, real connections, real concurrency.
+    Stress(StressArgs),
+    /// The conformance kit plus a stress run against a store, as a verdict table.
+    CheckStore(CheckStoreArgs),
     /// List the scenarios.
     List {
         /// One JSON document instead of text.
@@ -94,6 +100,63 @@ struct ReplayArgs {
     json: bool,
 }
 
+#[derive(Args, Debug)]
+struct StoreArgs {
+    /// The store: mem, sqlite, pg or mysql.
+    #[arg(long)]
+    store: String,
+    /// Connection URL (default: IDEMSIM_PG_URL / IDEMSIM_MYSQL_URL, else the local server).
+    #[arg(long)]
+    url: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct StressArgs {
+    #[command(flatten)]
+    target: StoreArgs,
+    /// Seeds the workload and the fault plan (not the interleaving).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Requests in all.
+    #[arg(long, default_value_t = 2000)]
+    requests: usize,
+    /// Deliberately broken SQL (pg, mysql): check-then-insert or unfenced-completion.
+    #[arg(long, value_parser = parse_flaw)]
+    flaw: Option<idemsim_store::SqlFlaw>,
+    /// Schema (pg) or database (mysql) to use; it is emptied first.
+    #[arg(long, default_value = "idemsim_stress")]
+    schema: String,
+    /// One JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct CheckStoreArgs {
+    #[command(flatten)]
+    target: StoreArgs,
+    /// Conformance cases.
+    #[arg(long, default_value_t = 256)]
+    cases: u32,
+    /// Seed of the conformance kit and the stress run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stress requests.
+    #[arg(long, default_value_t = 2000)]
+    requests: usize,
+    /// Stress concurrency.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+}
+
+fn parse_flaw(s: &str) -> Result<idemsim_store::SqlFlaw, String> {
+    idemsim_store::SqlFlaw::from_name(s)
+        .ok_or_else(|| format!("unknown flaw '{s}'; expected check-then-insert or unfenced-completion"))
+}
+
 fn parse_variant(s: &str) -> Result<Variant, String> {
     Variant::from_name(s).ok_or_else(|| {
         let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
@@ -129,6 +192,8 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let result = match cli.command {
         Command::Run(args) => cmd_run(args, out, err),
         Command::Replay(args) => cmd_replay(args, out),
+        Command::Stress(args) => cmd_stress(args, out),
+        Command::CheckStore(args) => cmd_check_store(args, out),
         Command::List { json } => cmd_list(json, out),
     };
     match result {
@@ -212,6 +277,75 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         }
     }
     Ok(if outcome.failed() { EXIT_VIOLATION } else { EXIT_CLEAN })
+}
+
+fn cmd_stress(args: StressArgs, out: &mut dyn Write) -> Result<i32, String> {
+    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    let spec = StressSpec {
+        seed: args.seed,
+        clients: args.clients,
+        requests: args.requests,
+        schema: args.schema,
+        ..StressSpec::default()
+    };
+    let report = stress(&spec, &target, args.flaw).map_err(|e| e.to_string())?;
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
+    } else {
+        report::stress_text(&report, out).map_err(|e| e.to_string())?;
+    }
+    Ok(if report.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+fn cmd_check_store(args: CheckStoreArgs, out: &mut dyn Write) -> Result<i32, String> {
+    use idemsim_store::conformance::Conformance;
+    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    let _ = writeln!(out, "idemsim check-store: store {}", target.name());
+    let conformance = Conformance::new()
+        .cases(args.cases.max(1))
+        .seed(args.seed)
+        .check(|| async { target.open("idemsim_check", 1, None).await.map(|(store, _)| store) });
+    let conforms = match &conformance {
+        Ok(verdict) => {
+            let s = &verdict.stats;
+            let _ = writeln!(
+                out,
+                "  conformance  PASS  {} cases, {} operations (seed {})",
+                verdict.cases, s.ops, verdict.seed
+            );
+            true
+        }
+        Err(f) if f.minimal.is_empty() => return Err(f.reason.clone()),
+        Err(f) => {
+            let _ = writeln!(out, "  conformance  FAIL  {}", f.reason);
+            let _ = write!(out, "{}", f.transcript);
+            false
+        }
+    };
+    let spec = StressSpec {
+        seed: args.seed,
+        clients: args.clients,
+        requests: args.requests,
+        schema: "idemsim_check".into(),
+        ..StressSpec::default()
+    };
+    let report = stress(&spec, &target, None).map_err(|e| e.to_string())?;
+    let mark = if report.violations.is_empty() { "PASS" } else { "FAIL" };
+    let _ = writeln!(
+        out,
+        "  stress       {mark}  {} requests, {} clients, {} violations, {:.0} sends/s (seed {})",
+        report.requests,
+        report.clients,
+        report.violations.len(),
+        report.requests_per_sec,
+        report.seed
+    );
+    for v in report.violations.iter().take(5) {
+        let _ = writeln!(out, "    {v}");
+    }
+    let pass = conforms && report.violations.is_empty();
+    let _ = writeln!(out, "verdict: {}", if pass { "PASS" } else { "FAIL" });
+    Ok(if pass { EXIT_CLEAN } else { EXIT_VIOLATION })
 }
 
 fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {

@@ -22,7 +22,9 @@ pub mod catalogue;
 pub mod cli;
 pub mod report;
 pub mod scenario;
+pub mod stress;
 pub mod sweep;
+pub mod target;
 pub mod tracing_setup;
 
 pub use scenario::{Expect, Scenario};

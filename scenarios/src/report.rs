@@ -243,3 +243,46 @@ pub fn replay_json(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
     });
     writeln!(out, "{}", serde_json::to_string(&doc).expect("json"))
 }
+
+/// A stress run for a person.
+pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "idemsim stress: store {}, seed {}, {} clients, {} requests",
+        r.store, r.seed, r.clients, r.requests
+    )?;
+    writeln!(
+        out,
+        "  {} sends in {:.2} s: {:.0} sends/s, {} events; {} holders paused past the lease, {} executions abandoned, \
+         {} connections terminated, {} store errors",
+        r.sends,
+        r.elapsed_ms as f64 / 1000.0,
+        r.requests_per_sec,
+        r.events,
+        r.pauses,
+        r.abandoned,
+        r.terminated,
+        r.store_errors
+    )?;
+    for (kind, n) in r.store_error_kinds.iter().take(8) {
+        writeln!(out, "    {n:>6} x {kind}")?;
+    }
+    if r.violations.is_empty() {
+        return writeln!(
+            out,
+            "CLEAN: no property violated (the seed fixes the workload and the faults, not the interleaving)"
+        );
+    }
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for v in &r.violations {
+        *by.entry(v.property.name()).or_default() += 1;
+    }
+    writeln!(out, "FAIL: {} violations", r.violations.len())?;
+    for (p, n) in by {
+        writeln!(out, "    {p:<20} {n}")?;
+    }
+    for v in r.violations.iter().take(5) {
+        writeln!(out, "  {v}")?;
+    }
+    Ok(())
+}

@@ -11,7 +11,7 @@ use idemsim_model::{
 
 /// Validation before execution begins: the body must carry a positive
 /// integer `amount`. A failure is answered 400 and not stored.
-pub(crate) fn validate(request: &Request) -> Result<(), String> {
+pub fn validate(request: &Request) -> Result<(), String> {
     match amount_of(request) {
         Some(a) if a > 0 => Ok(()),
         Some(a) => Err(format!("amount must be positive, got {a}")),
@@ -21,21 +21,22 @@ pub(crate) fn validate(request: &Request) -> Result<(), String> {
 
 /// The downstream key, derived from the record (its scope and fingerprint),
 /// so every attempt of one execution passes the same key.
-pub(crate) fn downstream_key(scope: &Scope, fingerprint: &Fingerprint) -> DownstreamKey {
+pub fn downstream_key(scope: &Scope, fingerprint: &Fingerprint) -> DownstreamKey {
     DownstreamKey(format!("dk:{scope}:{}", fingerprint.short()))
 }
 
 /// The request as recovery-point data, and back.
-pub(crate) fn recovery_data(request: &Request) -> Bytes {
+pub fn recovery_data(request: &Request) -> Bytes {
     Bytes(serde_json::to_vec(request).expect("a request always serializes"))
 }
 
-pub(crate) fn request_from(data: &Bytes) -> Option<Request> {
+/// The request back from recovery-point data.
+pub fn request_from(data: &Bytes) -> Option<Request> {
     serde_json::from_slice(&data.0).ok()
 }
 
 /// Everything the completing transaction writes for `request`.
-pub(crate) fn completion(scope: &Scope, request: &Request, charge: Option<&str>) -> Completion {
+pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>) -> Completion {
     let effects = Effects::of_path(&request.path);
     let amount = amount_of(request).unwrap_or(0);
     let mut body = format!(r#"{{"for":"{scope}","path":"{}","amount":{amount}"#, request.path);

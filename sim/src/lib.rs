@@ -36,7 +36,7 @@ pub mod config;
 mod db;
 mod disk;
 mod downstream;
-mod execution;
+pub mod execution;
 mod faults;
 mod msg;
 mod net;

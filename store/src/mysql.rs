@@ -1,8 +1,8 @@
 //! `MySqlStore`: the protocol in MySQL / MariaDB, on mysql_async.
 //!
 //! The claim is `INSERT IGNORE` plus the affected-row count (1: inserted,
-//! 0: the key exists), inside a transaction that then revives a released
-//! tombstone or reads the existing row. Connections report *matched* rows
+//! 0: the key exists), then a read of the existing row, or the revival of
+//! a released tombstone in a one-row transaction. Connections report *matched* rows
 //! (`CLIENT_FOUND_ROWS`), so a fenced write is exactly "zero rows".
 
 use crate::sql::{attempt_of, check_identifier, limit_of, ms, RecordRow, RECORD_COLUMNS};
@@ -182,6 +182,14 @@ async fn select_record(c: &mut impl Queryable, scope: &Scope, lock: bool) -> Res
     }
 }
 
+/// READ COMMITTED: no gap locks, so inserts into the effect and outbox
+/// tables of different keys do not deadlock.
+fn tx_opts() -> TxOpts {
+    let mut opts = TxOpts::default();
+    opts.with_isolation_level(mysql_async::IsolationLevel::ReadCommitted);
+    opts
+}
+
 fn outcome(changed: u64) -> WriteOutcome {
     if changed == 1 {
         WriteOutcome::Applied
@@ -225,29 +233,39 @@ impl IdempotencyStore for MySqlStore {
             c.exec_drop(sql, (caller, key, fp.0.as_str(), until_ms, now_ms)).await.map_err(map_err)?;
             return Ok(Claim::Owned(Attempt::FIRST));
         }
-        let mut tx = c.start_transaction(TxOpts::default()).await.map_err(map_err)?;
-        let insert =
-            "INSERT IGNORE INTO idem_records (caller, `key`, fingerprint, status, attempt, locked_until, created_at) \
-                      VALUES (?, ?, ?, 'in_progress', 1, ?, ?)";
-        tx.exec_drop(insert, (caller, key, fp.0.as_str(), until_ms, now_ms)).await.map_err(map_err)?;
-        let claim = if tx.affected_rows() == 1 {
-            Claim::Owned(Attempt::FIRST)
-        } else {
+        // Autocommit statements: a duplicate INSERT IGNORE holds its shared
+        // lock only for the statement, so racers on one key never deadlock.
+        // Only reviving a tombstone takes a (one-row) transaction.
+        for _ in 0..3 {
+            let insert = "INSERT IGNORE INTO idem_records (caller, `key`, fingerprint, status, attempt, locked_until, created_at) \
+                          VALUES (?, ?, ?, 'in_progress', 1, ?, ?)";
+            c.exec_drop(insert, (caller, key, fp.0.as_str(), until_ms, now_ms)).await.map_err(map_err)?;
+            if c.affected_rows() == 1 {
+                return Ok(Claim::Owned(Attempt::FIRST));
+            }
+            if let Some(existing) = select_record(&mut c, scope, false).await? {
+                return Ok(Claim::Existing(existing));
+            }
+            let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
             let revive =
                 "UPDATE idem_records SET fingerprint = ?, attempt = attempt + 1, locked_until = ?, created_at = ?, \
                             recovery_key = NULL, recovery_data = NULL, response_status = NULL, response_body = NULL, \
                             status = 'in_progress' \
                           WHERE caller = ? AND `key` = ? AND status = 'released'";
             tx.exec_drop(revive, (fp.0.as_str(), until_ms, now_ms, caller, key)).await.map_err(map_err)?;
-            let revived = tx.affected_rows() == 1;
-            match select_record(&mut tx, scope, true).await? {
-                Some(record) if revived => Claim::Owned(record.attempt()),
-                Some(record) => Claim::Existing(record),
-                None => return Err(StoreError::Conflict(format!("{scope} changed during the claim; retry"))),
+            if tx.affected_rows() == 1 {
+                let attempt: Option<i64> = tx
+                    .exec_first("SELECT attempt FROM idem_records WHERE caller = ? AND `key` = ?", (caller, key))
+                    .await
+                    .map_err(map_err)?;
+                tx.commit().await.map_err(map_err)?;
+                let attempt = attempt.ok_or_else(|| StoreError::Corrupt(format!("{scope} vanished while revived")))?;
+                return Ok(Claim::Owned(attempt_of(attempt)?));
             }
-        };
-        tx.commit().await.map_err(map_err)?;
-        Ok(claim)
+            tx.rollback().await.map_err(map_err)?;
+            // Someone else revived (or swept) it meanwhile: look again.
+        }
+        Err(StoreError::Conflict(format!("{scope} kept changing during the claim; retry")))
     }
 
     async fn take_over(
@@ -259,7 +277,7 @@ impl IdempotencyStore for MySqlStore {
     ) -> Result<Takeover, StoreError> {
         let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
         let mut c = self.conn().await?;
-        let mut tx = c.start_transaction(TxOpts::default()).await.map_err(map_err)?;
+        let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
         let sql = "UPDATE idem_records SET attempt = attempt + 1, locked_until = ? \
                    WHERE caller = ? AND `key` = ? AND status = 'in_progress' AND attempt = ? AND locked_until <= ?";
         tx.exec_drop(sql, (until_ms, scope.caller.0.as_str(), scope.key.0.as_str(), expected.0, now_ms))
@@ -302,7 +320,7 @@ impl IdempotencyStore for MySqlStore {
     ) -> Result<WriteOutcome, StoreError> {
         let (caller, key) = (scope.caller.0.as_str(), scope.key.0.as_str());
         let mut c = self.conn().await?;
-        let mut tx = c.start_transaction(TxOpts::default()).await.map_err(map_err)?;
+        let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
         let (status, body) = (completion.response.status, completion.response.body.0.as_slice());
         if self.flaw == Some(SqlFlaw::UnfencedCompletion) {
             let sql = "UPDATE idem_records SET response_status = ?, response_body = ?, locked_until = NULL, status = 'completed' \
@@ -355,7 +373,7 @@ impl IdempotencyStore for MySqlStore {
         let Some(threshold) = now.0.checked_sub(window_ms) else { return Ok(Vec::new()) };
         let threshold = ms(SimTime(threshold))?;
         let mut c = self.conn().await?;
-        let mut tx = c.start_transaction(TxOpts::default()).await.map_err(map_err)?;
+        let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
         let select = "SELECT caller, `key`, status FROM idem_records \
                       WHERE status IN ('completed', 'released') AND created_at <= ? FOR UPDATE";
         let rows: Vec<Row> = tx.exec(select, (threshold,)).await.map_err(map_err)?;

@@ -86,3 +86,44 @@ pub trait IdempotencyStore: Send + Sync {
     /// Marks a message published; `false` if there is no such message.
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError>;
 }
+
+/// A shared store is a store (so `Arc<dyn IdempotencyStore>` can be checked).
+#[async_trait]
+impl<T: IdempotencyStore + ?Sized> IdempotencyStore for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    async fn claim(&self, s: &Scope, f: &Fingerprint, now: SimTime, lease_ms: u64) -> Result<Claim, StoreError> {
+        (**self).claim(s, f, now, lease_ms).await
+    }
+    async fn take_over(&self, s: &Scope, a: Attempt, now: SimTime, lease_ms: u64) -> Result<Takeover, StoreError> {
+        (**self).take_over(s, a, now, lease_ms).await
+    }
+    async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
+        (**self).write_recovery_point(s, a, p).await
+    }
+    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        (**self).complete(s, a, c).await
+    }
+    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
+        (**self).release(s, a).await
+    }
+    async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
+        (**self).read(s).await
+    }
+    async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
+        (**self).effects(s).await
+    }
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+        (**self).sweep(now, window_ms).await
+    }
+    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
+        (**self).stale_in_progress(now, limit).await
+    }
+    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        (**self).outbox_pending(limit).await
+    }
+    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
+        (**self).outbox_mark_published(id).await
+    }
+}
