@@ -38,13 +38,26 @@ pub(crate) async fn reconciler(node: Rc<Node>) {
 }
 
 async fn resume(node: &Node, scope: Scope, record: Record) {
-    let RecordState::InProgress { attempt, recovery_point, .. } = record.state else { return };
+    let RecordState::InProgress { attempt, .. } = record.state else { return };
     let lease_ms = node.sim.with(|w| w.config.protocol.lease_ms);
     let op = StoreOp::TakeOver { scope: scope.clone(), expected: attempt, now: node.now(), lease_ms };
     let Some(StoreReply::Takeover(Takeover::Granted(attempt))) = store(node, Origin::Reconciler, op).await else {
         return;
     };
     node.sim.record(node.id, Event::ExecutionStarted { by: Origin::Reconciler, scope: scope.clone(), attempt });
+    // Decide from the record as it is now that the takeover has fenced the
+    // old holder, not from the scan: the holder may have written its
+    // recovery point (and called the dependency) in between, and releasing
+    // on that stale read would let a later request with the key charge again.
+    let Some(StoreReply::Record(Some(current))) =
+        store(node, Origin::Reconciler, StoreOp::Read { scope: scope.clone() }).await
+    else {
+        return; // unknown: the record stays in_progress and a later scan retries
+    };
+    let RecordState::InProgress { attempt: held, recovery_point, .. } = current.state else { return };
+    if held != attempt {
+        return;
+    }
     let resumable = recovery_point.and_then(|p| request_from(&p.data).map(|r| (p.downstream_key, r)));
     let Some((downstream_key, request)) = resumable else {
         // Nothing external began: release, so the next retry executes afresh.
