@@ -5,16 +5,14 @@
 
 use crate::plan::FaultAction;
 use crate::world::{true_now, Action, Sim, World};
-use futures::channel::mpsc;
-use futures::future::{select, Either};
-use futures::StreamExt;
+use futures::future::select;
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 use std::time::Duration;
 
 /// Runs agenda actions at their times, forever. Woken early by a kick when
 /// something earlier than its current wait is scheduled.
-pub(crate) async fn agenda(sim: Sim, mut kicks: mpsc::UnboundedReceiver<()>) {
+pub(crate) async fn agenda(sim: Sim) {
     loop {
         let now = true_now().0;
         let due = sim.with(|w| match w.agenda.first_key_value() {
@@ -25,26 +23,46 @@ pub(crate) async fn agenda(sim: Sim, mut kicks: mpsc::UnboundedReceiver<()>) {
             apply(&sim, action);
             continue;
         }
-        let next = sim.with(|w| w.agenda.first_key_value().map(|(&(at, _), _)| at));
+        let (next, stopping) = sim.with(|w| {
+            w.kicked = false;
+            (w.agenda.first_key_value().map(|(&(at, _), _)| at), w.stopping)
+        });
+        if stopping {
+            return;
+        }
         match next {
             Some(at) => {
                 let sleep = Box::pin(madsim::time::sleep(Duration::from_millis(at - now)));
-                if let Either::Right((None, _)) = select(sleep, kicks.next()).await {
-                    return;
-                }
+                select(sleep, Kick { sim: &sim }).await;
             }
-            None => {
-                if kicks.next().await.is_none() {
-                    return;
-                }
-            }
+            None => Kick { sim: &sim }.await,
         }
+    }
+}
+
+/// Ready once something was scheduled earlier than the agenda's wait.
+struct Kick<'a> {
+    sim: &'a Sim,
+}
+
+impl std::future::Future for Kick<'_> {
+    type Output = ();
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        self.sim.with(|w| {
+            if w.kicked {
+                w.kicked = false;
+                return std::task::Poll::Ready(());
+            }
+            w.agenda_waker = Some(cx.waker().clone());
+            std::task::Poll::Pending
+        })
     }
 }
 
 fn apply(sim: &Sim, action: Action) {
     match action {
-        Action::Deliver { from, to, msg } => sim.with(|w| w.deliver(from, to, msg)),
+        Action::Deliver { from, to, msg } => sim.with(|w| w.deliver(from, to, *msg)),
         Action::Fault(FaultAction::Crash { node, down_ms }) => sim.crash(node, down_ms),
         Action::Fault(FaultAction::Pause { node, for_ms }) => sim.pause(node, for_ms),
         Action::Fault(FaultAction::Partition { node, outgoing, incoming, for_ms }) => sim.with(|w| {
@@ -87,6 +105,7 @@ impl Sim {
             n.paused = false;
             n.mailbox = None;
             let handle = n.madsim.clone();
+            w.forget_waiters(node);
             w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));
             if node == NodeId::Db {
                 w.lose_unsynced_writes();

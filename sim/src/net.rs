@@ -42,10 +42,10 @@ impl World {
             let delay = between(&mut self.net_rng, lo, hi) + extra;
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
-            self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: msg.clone() });
+            self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
         }
         let delay = between(&mut self.net_rng, lo, hi);
-        self.schedule_at(now + delay, Action::Deliver { from, to, msg });
+        self.schedule_at(now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
     }
 
     /// A duplicated client request may reach another server (a load
@@ -66,9 +66,11 @@ impl World {
         if node.cut_in {
             return self.dropped(from, to, &msg, "receiver partitioned");
         }
-        let delivered = node.up && node.mailbox.as_ref().is_some_and(|m| m.unbounded_send(msg.clone()).is_ok());
-        if !delivered {
-            self.dropped(from, to, &msg, "receiver down");
+        let Some(mailbox) = node.mailbox.as_ref().filter(|_| node.up) else {
+            return self.dropped(from, to, &msg, "receiver down");
+        };
+        if let Err(refused) = mailbox.unbounded_send(msg) {
+            self.dropped(from, to, &refused.into_inner(), "receiver down");
         }
     }
 

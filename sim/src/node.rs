@@ -6,18 +6,18 @@ use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
 /// A live incarnation of a node. A crash drops it with all its tasks; a
 /// restart builds a new one, with empty tables.
+///
+/// Waiting callers are registered in the world, not here: a task that
+/// holds its node while the node holds the task's waker would be a cycle
+/// that outlives the run.
 pub(crate) struct Node {
     pub id: NodeId,
     pub sim: Sim,
-    calls: RefCell<BTreeMap<CallId, oneshot::Sender<ReplyBody>>>,
-    responses: RefCell<BTreeMap<RequestId, oneshot::Sender<Msg>>>,
 }
 
 /// Handles the messages that are not replies.
@@ -34,7 +34,7 @@ impl Node {
             n.mailbox = Some(tx);
             n.up = true;
         });
-        let node = Rc::new(Node { id, sim, calls: RefCell::default(), responses: RefCell::default() });
+        let node = Rc::new(Node { id, sim });
         madsim::task::spawn_local(Node::receive(node.clone(), rx, handle));
         node
     }
@@ -43,12 +43,12 @@ impl Node {
         while let Some(msg) = rx.next().await {
             match msg {
                 Msg::Reply { id, body } => {
-                    if let Some(waiter) = node.calls.borrow_mut().remove(&id) {
+                    if let Some(waiter) = node.sim.with(|w| w.calls.remove(&id)) {
                         let _ = waiter.send(body);
                     }
                 }
                 Msg::Response { req, .. } => {
-                    if let Some(waiter) = node.responses.borrow_mut().remove(&req) {
+                    if let Some(waiter) = node.sim.with(|w| w.responses.remove(&(node.id, req))) {
                         let _ = waiter.send(msg);
                     }
                 }
@@ -59,25 +59,29 @@ impl Node {
 
     /// Calls `to` and waits for the reply, or `None` after `timeout_ms`.
     pub async fn call(&self, to: NodeId, origin: Origin, body: CallBody, timeout_ms: u64) -> Option<ReplyBody> {
+        let (tx, rx) = oneshot::channel();
         let id = self.sim.with(|w| {
             w.next_call += 1;
+            w.calls.insert(w.next_call, tx);
+            w.call_owners.insert(w.next_call, self.id);
             w.next_call
         });
-        let (tx, rx) = oneshot::channel();
-        self.calls.borrow_mut().insert(id, tx);
         self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
         let reply = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
-        self.calls.borrow_mut().remove(&id);
+        self.sim.with(|w| {
+            w.calls.remove(&id);
+            w.call_owners.remove(&id);
+        });
         reply.ok().and_then(Result::ok)
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
     pub async fn request(&self, to: NodeId, req: RequestId, msg: Msg, timeout_ms: u64) -> Option<Msg> {
         let (tx, rx) = oneshot::channel();
-        self.responses.borrow_mut().insert(req, tx);
+        self.sim.with(|w| w.responses.insert((self.id, req), tx));
         self.sim.send(self.id, to, msg);
         let response = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
-        self.responses.borrow_mut().remove(&req);
+        self.sim.with(|w| w.responses.remove(&(self.id, req)));
         response.ok().and_then(Result::ok)
     }
 

@@ -9,7 +9,7 @@ use crate::swarm::FaultProfile;
 use crate::workload::Operation;
 use crate::world::{Action, Sim, World};
 use crate::{background, client, db, disk, downstream, faults, server, trace};
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 use futures::future::{select, Either};
 use idemsim_model::history::Phase;
 use idemsim_model::{check_all, Coverage, Event, History, NodeId, Violation};
@@ -148,7 +148,6 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
             }
         },
     };
-    let (kick_tx, kick_rx) = mpsc::unbounded();
     let (abort_tx, abort_rx) = oneshot::channel();
     let op_clients = ops.iter().map(|o| (o.op, o.client)).collect();
     let world = World {
@@ -163,7 +162,9 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         nodes: BTreeMap::new(),
         agenda: BTreeMap::new(),
         agenda_seq: 0,
-        kick: Some(kick_tx),
+        kicked: false,
+        stopping: false,
+        agenda_waker: None,
         next_call: 0,
         steps: 0,
         abort: Some(abort_tx),
@@ -173,6 +174,9 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         consumed: Default::default(),
         buckets: BTreeMap::new(),
         received: BTreeMap::new(),
+        calls: BTreeMap::new(),
+        call_owners: BTreeMap::new(),
+        responses: BTreeMap::new(),
         op_clients,
         mem,
         synced: None,
@@ -181,11 +185,15 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
     let sim = Sim::new(world);
     let rt =
         madsim::runtime::Runtime::with_seed_and_config(child_seed(seed, Stream::Scheduler), madsim::Config::default());
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        rt.block_on(controller(sim.clone(), plan, ops, kick_rx, abort_rx))
-    }));
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(controller(sim.clone(), plan, ops, abort_rx))));
     drop(rt);
-    let (history, aborted) = sim.with(|w| (std::mem::take(&mut w.history), w.aborted.take()));
+    let (history, aborted) = sim.with(|w| {
+        // The world holds madsim node handles, and madsim's node table holds
+        // init closures that hold the world: break the cycle, or every run
+        // leaks its runtime and world.
+        w.tear_down();
+        (std::mem::take(&mut w.history), w.aborted.take())
+    });
     outcome.history = history;
     if let Err(panic) = ran {
         outcome.error = panicked(seed, &*panic).error;
@@ -200,14 +208,8 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
     outcome
 }
 
-async fn controller(
-    sim: Sim,
-    plan: Vec<TimedFault>,
-    ops: Vec<Operation>,
-    kicks: mpsc::UnboundedReceiver<()>,
-    mut abort: oneshot::Receiver<String>,
-) {
-    madsim::task::spawn_local(faults::agenda(sim.clone(), kicks));
+async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut abort: oneshot::Receiver<String>) {
+    madsim::task::spawn_local(faults::agenda(sim.clone()));
     spawn_nodes(&sim, ops);
     let (fault_ms, heal_ms) = sim.with(|w| {
         for f in plan {
@@ -216,14 +218,33 @@ async fn controller(
         w.record(NodeId::World, Event::Phase { phase: Phase::Faults });
         (w.config.phases.fault_ms, w.config.phases.heal_ms)
     });
-    if aborted_during(fault_ms, &mut abort).await {
-        return;
+    if !aborted_during(fault_ms, &mut abort).await {
+        sim.heal();
+        if !aborted_during(heal_ms, &mut abort).await {
+            sim.record(NodeId::World, Event::Phase { phase: Phase::End });
+        }
     }
-    sim.heal();
-    if aborted_during(heal_ms, &mut abort).await {
-        return;
+    shut_down(&sim).await;
+}
+
+/// Stops every task of the run while the executor still runs, so their
+/// futures (which hold the world) are dropped: madsim does not cancel
+/// pending tasks when a runtime is dropped, and a task waiting on a timer
+/// or a channel would keep the whole world alive.
+async fn shut_down(sim: &Sim) {
+    let nodes = sim.with(|w| {
+        w.stopping = true;
+        w.kicked = true;
+        if let Some(waker) = w.agenda_waker.take() {
+            waker.wake();
+        }
+        w.nodes.values().filter_map(|n| n.madsim.as_ref().map(|h| h.id())).collect::<Vec<_>>()
+    });
+    let handle = madsim::runtime::Handle::current();
+    for id in nodes {
+        handle.kill(id);
     }
-    sim.record(NodeId::World, Event::Phase { phase: Phase::End });
+    madsim::time::sleep(Duration::from_millis(1)).await;
 }
 
 /// Waits `ms`; true if the step budget ran out meanwhile.

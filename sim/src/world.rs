@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// A timed action run by the agenda task on the world node.
 #[derive(Debug)]
 pub(crate) enum Action {
-    /// Hand a message to its receiver's mailbox.
-    Deliver { from: NodeId, to: NodeId, msg: Msg },
+    /// Hand a message to its receiver's mailbox. Boxed: agenda entries
+    /// are moved by B-tree inserts and removals, and a message is large.
+    Deliver { from: NodeId, to: NodeId, msg: Box<Msg> },
     /// Apply a planned fault.
     Fault(FaultAction),
     /// Bring a crashed node back.
@@ -58,7 +59,12 @@ pub(crate) struct World {
     pub nodes: BTreeMap<NodeId, NodeState>,
     pub agenda: BTreeMap<(u64, u64), Action>,
     pub agenda_seq: u64,
-    pub kick: Option<mpsc::UnboundedSender<()>>,
+    /// Set when something earlier than the agenda task's wait was
+    /// scheduled; the task's waker to wake then.
+    pub kicked: bool,
+    pub agenda_waker: Option<std::task::Waker>,
+    /// The run is over: the agenda task returns.
+    pub stopping: bool,
     pub next_call: u64,
     pub steps: u64,
     pub abort: Option<oneshot::Sender<String>>,
@@ -72,6 +78,11 @@ pub(crate) struct World {
     pub consumed: BTreeSet<MessageId>,
     /// Each client's retry budget.
     pub buckets: BTreeMap<u32, TokenBucket>,
+    /// Callers waiting for a reply, by call id (and which node waits).
+    pub calls: BTreeMap<crate::msg::CallId, oneshot::Sender<crate::msg::ReplyBody>>,
+    pub call_owners: BTreeMap<crate::msg::CallId, NodeId>,
+    /// Clients waiting for a response, by node and request.
+    pub responses: BTreeMap<(NodeId, idemsim_model::RequestId), oneshot::Sender<Msg>>,
     /// How many copies of each send servers have received.
     pub received: BTreeMap<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
@@ -148,9 +159,13 @@ impl World {
 
     pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
         self.agenda_seq += 1;
-        self.agenda.insert((at_ms, self.agenda_seq), action);
-        if let Some(kick) = &self.kick {
-            let _ = kick.unbounded_send(());
+        let key = (at_ms, self.agenda_seq);
+        self.agenda.insert(key, action);
+        if self.agenda.first_key_value().is_some_and(|(first, _)| *first == key) {
+            self.kicked = true;
+            if let Some(waker) = self.agenda_waker.take() {
+                waker.wake();
+            }
         }
     }
 
@@ -161,6 +176,27 @@ impl World {
 
     pub fn node(&mut self, id: NodeId) -> &mut NodeState {
         self.nodes.entry(id).or_default()
+    }
+
+    /// Forgets what a crashed node was waiting for.
+    pub fn forget_waiters(&mut self, node: NodeId) {
+        let dead: Vec<_> = self.call_owners.iter().filter(|(_, n)| **n == node).map(|(id, _)| *id).collect();
+        for id in dead {
+            self.calls.remove(&id);
+            self.call_owners.remove(&id);
+        }
+        self.responses.retain(|(n, _), _| *n != node);
+    }
+
+    /// Drops every handle that a pending task could be waiting on, so the
+    /// run's tasks are cancelled and freed with the runtime.
+    pub fn tear_down(&mut self) {
+        self.nodes.clear();
+        self.agenda.clear();
+        self.agenda_waker = None;
+        self.calls.clear();
+        self.call_owners.clear();
+        self.responses.clear();
     }
 
     /// Ends the fault phase: repairs partitions, resumes and restarts nodes
