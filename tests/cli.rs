@@ -76,3 +76,87 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn shards_merge_into_the_whole_sweep() {
+    let dir = std::env::temp_dir().join(format!("idemsim-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for shard in ["1/3", "2/3", "3/3"] {
+        let (code, out, _) =
+            idemsim(&["run", "--seeds", "10..40", "--shard", shard, "--json", "--variant", "unfenced-completion"]);
+        assert!(code == EXIT_CLEAN || code == EXIT_VIOLATION);
+        let path = dir.join(shard.replace('/', "-"));
+        std::fs::write(&path, out).unwrap();
+        files.push(path.to_str().unwrap().to_string());
+    }
+    let (_, whole, _) = idemsim(&["run", "--seeds", "10..40", "--json", "--variant", "unfenced-completion"]);
+    let mut args = vec!["merge", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, merged, err) = idemsim(&args);
+    std::fs::remove_dir_all(&dir).ok();
+    let (whole, merged): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&whole).unwrap(), serde_json::from_str(&merged).unwrap());
+    assert_eq!(merged["seeds_run"], 30, "{err}");
+    assert_eq!(merged["hashes"], whole["hashes"]);
+    assert_eq!(merged["seeds_failed"], whole["seeds_failed"]);
+    assert_eq!(merged["violations_by_property"], whole["violations_by_property"]);
+    assert_eq!(merged["failures"][0]["seed"], whole["failures"][0]["seed"]);
+    assert_eq!(code, if whole["clean"] == true { EXIT_CLEAN } else { EXIT_VIOLATION });
+}
+
+#[test]
+fn merge_refuses_mixed_or_foreign_reports() {
+    let dir = std::env::temp_dir().join(format!("idemsim-merge-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, a, _) = idemsim(&["run", "--seeds", "0..2", "--json"]);
+    let (_, b, _) = idemsim(&["run", "--seeds", "0..2", "--json", "--variant", "takeover-without-bump"]);
+    let (pa, pb, pc) = (dir.join("a.json"), dir.join("b.json"), dir.join("c.json"));
+    std::fs::write(&pa, a).unwrap();
+    std::fs::write(&pb, b).unwrap();
+    std::fs::write(&pc, "{\"not\": \"a report\"}").unwrap();
+    let (code, _, err) = idemsim(&["merge", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("reports differ"), "{err}");
+    let (code, _, err) = idemsim(&["merge", pc.to_str().unwrap()]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("is not an `idemsim run --json` report"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_prints_every_figure_as_json() {
+    let args = [
+        "bench",
+        "--seeds",
+        "6",
+        "--sweeps",
+        "3",
+        "--seeds-max",
+        "300",
+        "--scaling-seeds",
+        "2",
+        "--stress-store",
+        "none",
+        "--json",
+    ];
+    let (code, out, err) = idemsim(&args);
+    assert_eq!(code, EXIT_CLEAN, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in ["seeds_per_sec", "events_per_sec", "sim_to_wall_ratio", "peak_rss_mib"] {
+        assert!(doc[key].as_f64().unwrap() > 0.0, "{key}: {doc}");
+    }
+    assert!(doc["jobs_scaling"]["ratio"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["scaling"].as_array().unwrap().len(), 6);
+    let ttff = doc["time_to_first_failure"].as_object().unwrap();
+    for variant in ["check-then-insert", "takeover-without-bump", "unfenced-completion"] {
+        assert!(ttff[&format!("default/{variant}")].as_f64().unwrap() > 0.0, "{variant}");
+        assert_eq!(doc["time_to_first_failure_detail"][format!("default/{variant}")]["found"], 3, "{variant}");
+    }
+    assert_eq!(doc["targets"].as_array().unwrap().len(), 5);
+    assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
+    let (code, _, err) = idemsim(&["bench", "--stress-store", "oracle"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    let (code, _, err) = idemsim(&["run", "--shard", "0/4"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+}

@@ -37,6 +37,8 @@ fn results_do_not_depend_on_jobs() {
         seeds: 0..60,
         jobs,
         check_determinism: false,
+        record_hashes: true,
+        shard: None,
     };
     let one = sweep(&spec(1), &|_| {}).unwrap();
     let two = sweep(&spec(2), &|_| {}).unwrap();
@@ -59,6 +61,8 @@ fn the_determinism_check_finds_no_divergence() {
         seeds: 0..20,
         jobs: 2,
         check_determinism: true,
+        record_hashes: false,
+        shard: None,
     };
     let report = sweep(&spec, &|_| {}).unwrap();
     assert!(report.divergence.is_none(), "{:?}", report.divergence);

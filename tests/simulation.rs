@@ -7,7 +7,15 @@ use idemsim_scenarios::sweep::{sweep, SweepSpec};
 use idemsim_sim::{run_seed, FaultProfile, FaultSettings, RunError, SimConfig, StoreKind, Variant};
 
 fn spec(variant: Variant, store: StoreKind, seeds: std::ops::Range<u64>) -> SweepSpec {
-    SweepSpec { config: SimConfig { variant, ..SimConfig::default() }, store, seeds, jobs: 2, check_determinism: false }
+    SweepSpec {
+        config: SimConfig { variant, ..SimConfig::default() },
+        store,
+        seeds,
+        jobs: 2,
+        check_determinism: false,
+        record_hashes: false,
+        shard: None,
+    }
 }
 
 #[test]

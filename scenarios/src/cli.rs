@@ -43,6 +43,17 @@ enum Command {
     Stress(StressArgs),
     /// The conformance kit plus a stress run against a store, as a verdict table.
     CheckStore(CheckStoreArgs),
+    /// Measure simulation speed and time to first failure; print targets.
+    Bench(BenchArgs),
+    /// Combine `run --json` reports (e.g. of shards) into one.
+    Merge {
+        /// The report files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the scenarios.
     List {
         /// One JSON document instead of text.
@@ -80,6 +91,10 @@ struct RunArgs {
     /// Run every seed twice and report the first diverging event.
     #[arg(long)]
     check_determinism: bool,
+    /// Run only shard K of N of the seeds (K in 1..=N), for splitting a
+    /// sweep across machines; combine the --json reports with `idemsim merge`.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
     /// One JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -152,6 +167,41 @@ struct CheckStoreArgs {
     clients: usize,
 }
 
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Seeds for the throughput figures.
+    #[arg(long, default_value_t = 2000)]
+    seeds: u64,
+    /// Independent sweeps per broken variant for time to first failure.
+    #[arg(long, default_value_t = 20)]
+    sweeps: u32,
+    /// A time-to-first-failure sweep gives up after this many seeds.
+    #[arg(long, default_value_t = 2000)]
+    seeds_max: u64,
+    /// Seeds per point of the scaling table.
+    #[arg(long, default_value_t = 40)]
+    scaling_seeds: u64,
+    /// Real store for the side-by-side with stress: pg, mysql or none.
+    #[arg(long, default_value = "pg")]
+    stress_store: String,
+    /// Also write the JSON report to this file.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Print the JSON report instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("'{s}' is not a shard; expected K/N with 1 <= K <= N, e.g. 2/8");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
 fn parse_flaw(s: &str) -> Result<idemsim_store::SqlFlaw, String> {
     idemsim_store::SqlFlaw::from_name(s)
         .ok_or_else(|| format!("unknown flaw '{s}'; expected check-then-insert or unfenced-completion"))
@@ -194,6 +244,8 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::Replay(args) => cmd_replay(args, out),
         Command::Stress(args) => cmd_stress(args, out),
         Command::CheckStore(args) => cmd_check_store(args, out),
+        Command::Bench(args) => cmd_bench(args, out, err),
+        Command::Merge { files, json } => crate::merge::cmd_merge(&files, json, out),
         Command::List { json } => cmd_list(json, out),
     };
     match result {
@@ -222,14 +274,22 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         seeds: seeds.clone(),
         jobs,
         check_determinism: args.check_determinism,
+        record_hashes: args.json && seeds.end - seeds.start <= 100_000,
+        shard: args.shard,
     };
     let total = seeds.end - seeds.start;
     let progress = report::Progress::new(total, !args.json);
     let result = sweep(&spec, &|done| progress.tick(done));
     progress.finish();
     let report = result.map_err(|e| e.to_string())?;
-    let ctx =
-        report::Context { scenario: &scenario, variant: args.target.variant, store: args.target.store, seeds, jobs };
+    let ctx = report::Context {
+        scenario: &scenario,
+        variant: args.target.variant,
+        store: args.target.store,
+        seeds,
+        jobs,
+        shard: args.shard,
+    };
     if args.json {
         report::sweep_json(&ctx, &report, out).map_err(|e| e.to_string())?;
     } else {
@@ -257,6 +317,7 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         store: args.target.store,
         seeds: args.seed..args.seed + 1,
         jobs: 1,
+        shard: None,
     };
     if let Some(path) = &args.trace {
         let text = to_jsonl(args.seed, &scenario.name, args.target.variant.name(), &outcome.history);
@@ -346,6 +407,39 @@ fn cmd_check_store(args: CheckStoreArgs, out: &mut dyn Write) -> Result<i32, Str
     let pass = conforms && report.violations.is_empty();
     let _ = writeln!(out, "verdict: {}", if pass { "PASS" } else { "FAIL" });
     Ok(if pass { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    if args.seeds == 0 || args.sweeps == 0 || args.seeds_max == 0 || args.scaling_seeds == 0 {
+        return Err("--seeds, --sweeps, --seeds-max and --scaling-seeds must be positive".into());
+    }
+    let stress_target = match args.stress_store.as_str() {
+        "none" => None,
+        name @ ("pg" | "mysql") => Some(StoreTarget::parse(name, None)?),
+        other => return Err(format!("--stress-store takes pg, mysql or none, not '{other}'")),
+    };
+    let spec = crate::bench::BenchSpec {
+        seeds: args.seeds,
+        sweeps: args.sweeps,
+        seeds_max: args.seeds_max,
+        stress_target,
+        scaling_seeds: args.scaling_seeds,
+    };
+    let quiet = args.json;
+    let say = |line: &str| {
+        if !quiet {
+            eprintln!("bench: {line}");
+        }
+    };
+    let report = crate::bench::bench(&spec, &say)?;
+    let json = serde_json::to_string_pretty(&report).expect("json");
+    if let Some(path) = &args.out {
+        std::fs::write(path, format!("{json}\n")).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    let _ = err.flush();
+    let written = if args.json { writeln!(out, "{json}") } else { report::bench_text(&report, out) };
+    written.map_err(|e| e.to_string())?;
+    Ok(EXIT_CLEAN)
 }
 
 fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {

@@ -18,8 +18,10 @@
 //! assert!(String::from_utf8(out).unwrap().contains("CLEAN"));
 //! ```
 
+pub mod bench;
 pub mod catalogue;
 pub mod cli;
+pub mod merge;
 pub mod report;
 pub mod scenario;
 pub mod stress;

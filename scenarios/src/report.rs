@@ -21,6 +21,8 @@ pub struct Context<'a> {
     pub seeds: Range<u64>,
     /// Worker threads.
     pub jobs: usize,
+    /// The shard run, if any.
+    pub shard: Option<(u64, u64)>,
 }
 
 impl Context<'_> {
@@ -177,6 +179,7 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         "variant": ctx.variant.name(),
         "store": ctx.store.name(),
         "seeds": { "start": ctx.seeds.start, "end": ctx.seeds.end },
+        "shard": ctx.shard.map(|(k, n)| format!("{k}/{n}")),
         "jobs": ctx.jobs,
         "seeds_run": r.seeds_run,
         "seeds_failed": r.seeds_failed,
@@ -283,6 +286,57 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
     }
     for v in r.violations.iter().take(5) {
         writeln!(out, "  {v}")?;
+    }
+    Ok(())
+}
+
+/// The bench report as tables.
+pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "idemsim bench (default scenario, mem store)")?;
+    writeln!(out, "  seeds/s, one core      {:>12.0}", r.seeds_per_sec)?;
+    writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
+    writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
+    writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
+    let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
+    writeln!(out, "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x)", j("jobs_1"), j("jobs_2"), j("ratio"))?;
+    writeln!(out, "cost per seed:")?;
+    writeln!(out, "  {:<26} {:>10} {:>12} {:>10}", "configuration", "us/seed", "events/seed", "ns/event")?;
+    for p in &r.scaling {
+        writeln!(
+            out,
+            "  {:<26} {:>10.0} {:>12.0} {:>10.0}",
+            p.label, p.us_per_seed, p.events_per_seed, p.ns_per_event
+        )?;
+    }
+    let sweeps = r.time_to_first_failure_detail.values().next().map_or(0, |d| d.sweeps);
+    writeln!(out, "time to first failure ({sweeps} independent sweeps each):")?;
+    writeln!(
+        out,
+        "  {:<40} {:>10} {:>10} {:>9} {:>7} {:>7}",
+        "scenario/variant", "median ms", "worst ms", "med seeds", "worst", "found"
+    )?;
+    for (name, d) in &r.time_to_first_failure_detail {
+        writeln!(
+            out,
+            "  {name:<40} {:>10.1} {:>10.1} {:>9} {:>7} {:>4}/{}",
+            d.median_ms, d.worst_ms, d.median_seeds, d.worst_seeds, d.found, d.sweeps
+        )?;
+    }
+    writeln!(out, "simulation versus stress on a real database:")?;
+    for s in &r.side_by_side {
+        writeln!(
+            out,
+            "  {:<22} run {:>8.1} ms   stress {:>9.1} ms ({} requests)   stress/run {:>8.1}x",
+            s.bug, s.run_ms, s.stress_ms, s.stress_requests, s.ratio
+        )?;
+    }
+    if let Some(why) = &r.side_by_side_skipped {
+        writeln!(out, "  skipped: {why}")?;
+    }
+    writeln!(out, "targets:")?;
+    for t in &r.targets {
+        let mark = if t.pass { "PASS" } else { "FAIL" };
+        writeln!(out, "  [{mark}] {:<44} {:>14.1}  (goal {})", t.name, t.value, t.goal)?;
     }
     Ok(())
 }

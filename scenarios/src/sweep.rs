@@ -24,8 +24,21 @@ pub struct SweepSpec {
     pub seeds: Range<u64>,
     /// Worker threads.
     pub jobs: usize,
-    /// Run every seed twice and compare trace hashes.
+    /// Run every seed twice and compare the histories.
     pub check_determinism: bool,
+    /// Keep every seed's trace hash in the report (costs a serialization
+    /// of every history; failing seeds always get theirs).
+    pub record_hashes: bool,
+    /// Run only shard `k` of `n` (1-based): the seeds `start + k - 1 + i * n`.
+    pub shard: Option<(u64, u64)>,
+}
+
+impl SweepSpec {
+    /// The seeds this spec runs, in order.
+    pub fn seed_list(&self) -> impl Iterator<Item = u64> + '_ {
+        let (k, n) = self.shard.unwrap_or((1, 1));
+        (self.seeds.start + (k - 1)..self.seeds.end).step_by(n as usize)
+    }
 }
 
 /// One failing seed.
@@ -75,7 +88,7 @@ pub struct SweepReport {
     pub fault_classes: BTreeMap<String, u64>,
     /// History events recorded.
     pub events: u64,
-    /// Trace hash of every seed (kept for sweeps of at most 100,000 seeds).
+    /// Trace hash of every seed, when asked for (`record_hashes`).
     pub hashes: BTreeMap<u64, String>,
     /// The first seed whose two runs differed.
     pub divergence: Option<Divergence>,
@@ -95,13 +108,13 @@ impl SweepReport {
         for class in outcome.profile.active() {
             *self.fault_classes.entry(class.to_string()).or_default() += 1;
         }
-        let hash = outcome.hash();
         if keep_hash {
-            self.hashes.insert(outcome.seed, hash.clone());
+            self.hashes.insert(outcome.seed, outcome.hash());
         }
         if !outcome.failed() {
             return;
         }
+        let hash = self.hashes.get(&outcome.seed).cloned().unwrap_or_else(|| outcome.hash());
         self.seeds_failed += 1;
         self.seeds_errored += u64::from(outcome.error.is_some());
         let mut properties: Vec<Property> = outcome.violations.iter().map(|v| v.property).collect();
@@ -128,20 +141,25 @@ impl SweepReport {
 /// Runs a sweep. `progress` is called with the number of seeds done.
 pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepReport, ConfigError> {
     spec.config.validate()?;
+    if let Some((k, n)) = spec.shard {
+        if n == 0 || k == 0 || k > n {
+            return Err(ConfigError(format!("shard {k}/{n} is not one of 1/{n} .. {n}/{n}")));
+        }
+    }
+    let seeds: Vec<u64> = spec.seed_list().collect();
+    let Some(&first) = seeds.first() else { return Ok(SweepReport::default()) };
     // Fail fast on a store or config problem, before spawning workers.
-    run_seed(&spec.config, spec.store, spec.seeds.start)?;
+    run_seed(&spec.config, spec.store, first)?;
     let started = Instant::now();
-    let next = AtomicU64::new(spec.seeds.start);
+    let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let report = Mutex::new(SweepReport::default());
-    let keep_hashes = spec.seeds.end - spec.seeds.start <= 100_000;
+    let keep_hashes = spec.record_hashes;
     std::thread::scope(|scope| {
         for _ in 0..spec.jobs.max(1) {
             scope.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= spec.seeds.end {
-                    return;
-                }
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(&seed) = seeds.get(i) else { return };
                 let outcome = run_seed(&spec.config, spec.store, seed).expect("validated above");
                 let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
                 let mut r = report.lock().unwrap_or_else(|p| p.into_inner());

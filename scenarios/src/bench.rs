@@ -1,0 +1,327 @@
+//! `idemsim bench`: how fast the simulator runs and how fast it finds bugs.
+//! Figures are printed (and written as JSON), never asserted: targets get a
+//! pass/fail mark.
+
+use crate::catalogue;
+use crate::scenario::Expect;
+use crate::stress::{stress, StressSpec};
+use crate::sweep::{sweep, SweepSpec};
+use crate::target::StoreTarget;
+use idemsim_sim::{run_seed, SimConfig, StoreKind, Variant};
+use idemsim_store::SqlFlaw;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchSpec {
+    /// Seeds for the throughput figures.
+    pub seeds: u64,
+    /// Independent sweeps per broken variant for time to first failure.
+    pub sweeps: u32,
+    /// A sweep gives up after this many seeds.
+    pub seeds_max: u64,
+    /// The real store for the side-by-side, if any.
+    pub stress_target: Option<StoreTarget>,
+    /// Seeds per point of the scaling table (a fifth for 1000 requests).
+    pub scaling_seeds: u64,
+}
+
+/// Throughput of one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// What was varied.
+    pub label: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Microseconds of wall time per seed (one worker).
+    pub us_per_seed: f64,
+    /// History events per seed.
+    pub events_per_seed: f64,
+    /// Nanoseconds per event.
+    pub ns_per_event: f64,
+}
+
+/// Time to first failure of one broken variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ttff {
+    /// Median wall milliseconds until the first violating seed.
+    pub median_ms: f64,
+    /// Worst of the sweeps.
+    pub worst_ms: f64,
+    /// Median seeds tried.
+    pub median_seeds: u64,
+    /// Worst seeds tried.
+    pub worst_seeds: u64,
+    /// Sweeps that found it within `seeds_max`.
+    pub found: u32,
+    /// Sweeps run.
+    pub sweeps: u32,
+}
+
+/// Simulation versus real-concurrency stress for one bug.
+#[derive(Clone, Debug, Serialize)]
+pub struct SideBySide {
+    /// The bug.
+    pub bug: String,
+    /// Median time to first failure in simulation.
+    pub run_ms: f64,
+    /// Time to first failure under stress on the real database.
+    pub stress_ms: f64,
+    /// Stress requests sent until then.
+    pub stress_requests: usize,
+    /// `stress_ms / run_ms`.
+    pub ratio: f64,
+}
+
+/// A target with its mark.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// What is measured.
+    pub name: String,
+    /// The figure.
+    pub value: f64,
+    /// The goal.
+    pub goal: String,
+    /// Met or not.
+    pub pass: bool,
+}
+
+/// Everything `bench` measures.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Seeds per second on one core (default scenario, mem store).
+    pub seeds_per_sec: f64,
+    /// History events recorded per second on one core.
+    pub events_per_sec: f64,
+    /// Simulated time per wall time.
+    pub sim_to_wall_ratio: f64,
+    /// Peak resident memory of the process after the one-worker run, MiB.
+    pub peak_rss_mib: f64,
+    /// Seeds per second with 1 and 2 workers, and their ratio.
+    pub jobs_scaling: BTreeMap<String, f64>,
+    /// Cost against requests per seed and servers.
+    pub scaling: Vec<Point>,
+    /// Median milliseconds to the first failure, by `scenario/variant`.
+    pub time_to_first_failure: BTreeMap<String, f64>,
+    /// The same in full.
+    pub time_to_first_failure_detail: BTreeMap<String, Ttff>,
+    /// Simulation versus stress.
+    pub side_by_side: Vec<SideBySide>,
+    /// Why the side-by-side did not run, if it did not.
+    pub side_by_side_skipped: Option<String>,
+    /// Targets and marks.
+    pub targets: Vec<Target>,
+}
+
+fn throughput(config: &SimConfig, seeds: u64, jobs: usize) -> Result<(f64, f64, f64), String> {
+    let spec = SweepSpec {
+        config: config.clone(),
+        store: StoreKind::Mem,
+        seeds: 0..seeds,
+        jobs,
+        check_determinism: false,
+        record_hashes: false,
+        shard: None,
+    };
+    let started = Instant::now();
+    let report = sweep(&spec, &|_| {}).map_err(|e| e.to_string())?;
+    let wall = started.elapsed().as_secs_f64();
+    let sim_ms = (config.phases.fault_ms + config.phases.heal_ms) as f64 * seeds as f64;
+    Ok((seeds as f64 / wall, report.events as f64 / wall, sim_ms / (wall * 1000.0)))
+}
+
+fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Point, String> {
+    let started = Instant::now();
+    let mut events = 0u64;
+    for seed in 0..seeds {
+        events += run_seed(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?.history.entries.len() as u64;
+    }
+    let us = started.elapsed().as_secs_f64() * 1e6 / seeds as f64;
+    let per_seed = events as f64 / seeds as f64;
+    Ok(Point {
+        label,
+        seeds,
+        us_per_seed: us,
+        events_per_seed: per_seed,
+        ns_per_event: us * 1000.0 / per_seed.max(1.0),
+    })
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<f64>().ok());
+    kib.unwrap_or(0.0) / 1024.0
+}
+
+/// One independent sweep: seeds from `start` until one violates `expect`.
+fn first_failure(config: &SimConfig, expect: Expect, start: u64, seeds_max: u64) -> Option<(u64, f64)> {
+    let started = Instant::now();
+    for i in 0..seeds_max {
+        let outcome = run_seed(config, StoreKind::Mem, start + i).ok()?;
+        let hit = match expect {
+            Expect::Violates(p) => outcome.violations.iter().any(|v| v.property == p),
+            Expect::Clean => false,
+        };
+        if hit {
+            return Some((i + 1, started.elapsed().as_secs_f64() * 1000.0));
+        }
+    }
+    None
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn ttff(config: &SimConfig, expect: Expect, spec: &BenchSpec) -> Ttff {
+    let sweeps: Vec<u64> = (0..spec.sweeps).map(|i| u64::from(i) * 1_000_003 + 17).collect();
+    let results: Vec<Option<(u64, f64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = sweeps
+            .chunks(sweeps.len().div_ceil(2).max(1))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk.iter().map(|&start| first_failure(config, expect, start, spec.seeds_max)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let found: Vec<(u64, f64)> = results.iter().flatten().copied().collect();
+    Ttff {
+        median_ms: median(found.iter().map(|f| f.1).collect()),
+        worst_ms: found.iter().map(|f| f.1).fold(0.0, f64::max),
+        median_seeds: median(found.iter().map(|f| f.0 as f64).collect()) as u64,
+        worst_seeds: found.iter().map(|f| f.0).max().unwrap_or(0),
+        found: found.len() as u32,
+        sweeps: spec.sweeps,
+    }
+}
+
+/// Stress chunks of 250 requests, seed after seed, until a violation.
+fn stress_ttff(target: &StoreTarget, flaw: SqlFlaw) -> Result<(f64, usize), String> {
+    let started = Instant::now();
+    let mut requests = 0;
+    for seed in 0..40 {
+        let spec = StressSpec { seed, requests: 250, schema: "idemsim_bench".into(), ..StressSpec::default() };
+        let report = stress(&spec, target, Some(flaw)).map_err(|e| e.to_string())?;
+        requests += report.sends;
+        if !report.violations.is_empty() {
+            return Ok((started.elapsed().as_secs_f64() * 1000.0, requests));
+        }
+    }
+    Err(format!("{} not found by stress within 40 runs", flaw.name()))
+}
+
+/// Runs every measurement. `say` reports progress lines.
+pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String> {
+    let default = catalogue::find("default").expect("the default scenario exists").config;
+    say("throughput, one worker");
+    let (seeds_per_sec, events_per_sec, sim_to_wall_ratio) = throughput(&default, spec.seeds, 1)?;
+    let peak_rss_mib = peak_rss_mib();
+    say("throughput, two workers");
+    let (two, _, _) = throughput(&default, spec.seeds, 2)?;
+    let jobs_scaling: BTreeMap<String, f64> = [
+        ("jobs_1".to_string(), seeds_per_sec),
+        ("jobs_2".to_string(), two),
+        ("ratio".to_string(), two / seeds_per_sec),
+    ]
+    .into();
+    say("scaling with requests and servers");
+    let mut scaling = Vec::new();
+    for requests in [10u32, 100, 1000] {
+        let mut c = default.clone();
+        c.workload.requests = requests;
+        c.budgets.steps_max = 2_000_000;
+        let seeds = if requests >= 1000 { (spec.scaling_seeds / 5).max(1) } else { spec.scaling_seeds };
+        scaling.push(point(format!("requests={requests} servers=3"), &c, seeds)?);
+    }
+    for servers in [1u32, 3, 9] {
+        let mut c = default.clone();
+        c.topology.servers = servers;
+        scaling.push(point(format!("requests=50 servers={servers}"), &c, spec.scaling_seeds)?);
+    }
+    let mut detail = BTreeMap::new();
+    for scenario in catalogue::all() {
+        for (variant, expect) in &scenario.expect {
+            if *expect == Expect::Clean {
+                continue;
+            }
+            say(&format!("time to first failure: {}/{variant}", scenario.name));
+            detail.insert(format!("{}/{variant}", scenario.name), ttff(&scenario.config_for(*variant), *expect, spec));
+        }
+    }
+    let time_to_first_failure = detail.iter().map(|(k, t)| (k.clone(), t.median_ms)).collect();
+    let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
+    let targets = targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, two / seeds_per_sec, &detail);
+    Ok(BenchReport {
+        seeds_per_sec,
+        events_per_sec,
+        sim_to_wall_ratio,
+        peak_rss_mib,
+        jobs_scaling,
+        scaling,
+        time_to_first_failure,
+        time_to_first_failure_detail: detail,
+        side_by_side,
+        side_by_side_skipped,
+        targets,
+    })
+}
+
+fn side_by_side(
+    spec: &BenchSpec,
+    detail: &BTreeMap<String, Ttff>,
+    say: &dyn Fn(&str),
+) -> (Vec<SideBySide>, Option<String>) {
+    let Some(target) = &spec.stress_target else {
+        return (Vec::new(), Some("no real store given (--stress-store)".into()));
+    };
+    let pairs = [
+        (Variant::CheckThenInsert, SqlFlaw::CheckThenInsert),
+        (Variant::UnfencedCompletion, SqlFlaw::UnfencedCompletion),
+    ];
+    let mut rows = Vec::new();
+    for (variant, flaw) in pairs {
+        let Some(sim) = detail.get(&format!("default/{variant}")) else { continue };
+        say(&format!("side by side: {} under stress on {}", flaw.name(), target.name()));
+        match stress_ttff(target, flaw) {
+            Ok((stress_ms, stress_requests)) => rows.push(SideBySide {
+                bug: flaw.name().to_string(),
+                run_ms: sim.median_ms,
+                stress_ms,
+                stress_requests,
+                ratio: stress_ms / sim.median_ms,
+            }),
+            Err(e) => return (rows, Some(e)),
+        }
+    }
+    (rows, None)
+}
+
+fn targets(seeds: f64, events: f64, ratio: f64, jobs: f64, detail: &BTreeMap<String, Ttff>) -> Vec<Target> {
+    let t =
+        |name: &str, value: f64, goal: &str, pass: bool| Target { name: name.into(), value, goal: goal.into(), pass };
+    let worst_median =
+        detail.values().map(|d| if d.found == d.sweeps { d.median_ms } else { f64::INFINITY }).fold(0.0, f64::max);
+    vec![
+        t("seeds per second, one core", seeds, ">= 2000", seeds >= 2000.0),
+        t("events per second, one core", events, ">= 1000000", events >= 1_000_000.0),
+        t("simulated time per wall time", ratio, ">= 100000x", ratio >= 100_000.0),
+        t(
+            "slowest median time to first failure (ms)",
+            worst_median,
+            "< 1000 ms for every broken variant",
+            worst_median < 1000.0,
+        ),
+        t("seeds per second, 2 jobs / 1 job", jobs, ">= 1.8x", jobs >= 1.8),
+    ]
+}
