@@ -5,6 +5,7 @@
 //! a server these tests skip with a message, except under `CI=true`, where a
 //! missing server fails the run.
 
+use idemsim_scenarios::target::StoreTarget;
 use idemsim_store::conformance::Conformance;
 use idemsim_store::{IdempotencyStore, MySqlStore, PgStore, StoreError};
 use idemsim_tests::real::{mysql_url, pg_url, server_or_skip};
@@ -13,16 +14,11 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-#[test]
-fn pg_store_conforms() {
-    let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
+/// The conformance kit's 256 cases, each on an emptied schema of `target`.
+fn assert_conforms(target: StoreTarget) {
     let fresh = || {
-        let url = url.clone();
-        async move {
-            let store = PgStore::connect(&url, "idemsim_conformance", 1).await?;
-            store.reset().await?;
-            Ok(store)
-        }
+        let target = target.clone();
+        async move { target.open("idemsim_conformance", 1, None).await.map(|(store, _)| store) }
     };
     let verdict = Conformance::new().cases(256).check(fresh).unwrap_or_else(|f| panic!("{f}"));
     assert!(verdict.stats.takeovers_granted > 0 && verdict.stats.completions > 0, "{verdict}");
@@ -30,19 +26,15 @@ fn pg_store_conforms() {
 }
 
 #[test]
+fn pg_store_conforms() {
+    let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
+    assert_conforms(StoreTarget::Pg(url));
+}
+
+#[test]
 fn mysql_store_conforms() {
     let Some(url) = server_or_skip("MariaDB", mysql_url()) else { return };
-    let fresh = || {
-        let url = url.clone();
-        async move {
-            let store = MySqlStore::connect(&url, "idemsim_conformance", 1).await?;
-            store.reset().await?;
-            Ok(store)
-        }
-    };
-    let verdict = Conformance::new().cases(256).check(fresh).unwrap_or_else(|f| panic!("{f}"));
-    assert!(verdict.stats.takeovers_granted > 0 && verdict.stats.completions > 0, "{verdict}");
-    eprintln!("{verdict}");
+    assert_conforms(StoreTarget::MySql(url));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use crate::stress::Terminator;
 use idemsim_store::{IdempotencyStore, MemStore, MySqlStore, PgStore, SqlFlaw, SqliteStore, StoreError};
+use std::future::Future;
 use std::sync::Arc;
 
 /// A store named on the command line.
@@ -58,34 +59,57 @@ impl StoreTarget {
             (StoreTarget::Mem | StoreTarget::Sqlite, Some(_)) => {
                 Err(StoreError::Unavailable("--flaw applies to the pg and mysql stores".into()))
             }
-            (StoreTarget::Pg(url), flaw) => {
-                let store = PgStore::connect(url, schema, pool).await?;
-                store.reset().await?;
-                let store = match flaw {
-                    Some(f) => store.with_flaw(f),
-                    None => store,
-                };
-                let handle = store.clone();
-                let terminate: Terminator = Arc::new(move |pick| {
-                    let s = handle.clone();
-                    Box::pin(async move { s.terminate_a_connection(pick).await })
-                });
-                Ok((Arc::new(store), Some(terminate)))
-            }
-            (StoreTarget::MySql(url), flaw) => {
-                let store = MySqlStore::connect(url, schema, pool).await?;
-                store.reset().await?;
-                let store = match flaw {
-                    Some(f) => store.with_flaw(f),
-                    None => store,
-                };
-                let handle = store.clone();
-                let terminate: Terminator = Arc::new(move |pick| {
-                    let s = handle.clone();
-                    Box::pin(async move { s.terminate_a_connection(pick).await })
-                });
-                Ok((Arc::new(store), Some(terminate)))
-            }
+            (StoreTarget::Pg(url), flaw) => serve(PgStore::connect(url, schema, pool).await?, flaw).await,
+            (StoreTarget::MySql(url), flaw) => serve(MySqlStore::connect(url, schema, pool).await?, flaw).await,
         }
     }
+}
+
+/// What a SQL server store offers beyond the trait, for stress runs.
+trait SqlServer: IdempotencyStore + Clone + 'static {
+    fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn flawed(self, flaw: SqlFlaw) -> Self;
+    fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+impl SqlServer for PgStore {
+    fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        PgStore::reset(self)
+    }
+    fn flawed(self, flaw: SqlFlaw) -> Self {
+        self.with_flaw(flaw)
+    }
+    fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.terminate_a_connection(pick)
+    }
+}
+
+impl SqlServer for MySqlStore {
+    fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        MySqlStore::reset(self)
+    }
+    fn flawed(self, flaw: SqlFlaw) -> Self {
+        self.with_flaw(flaw)
+    }
+    fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.terminate_a_connection(pick)
+    }
+}
+
+/// An emptied server store, flawed if asked, with its connection killer.
+async fn serve<S: SqlServer>(
+    store: S,
+    flaw: Option<SqlFlaw>,
+) -> Result<(Arc<dyn IdempotencyStore>, Option<Terminator>), StoreError> {
+    store.reset().await?;
+    let store = match flaw {
+        Some(f) => store.flawed(f),
+        None => store,
+    };
+    let handle = store.clone();
+    let terminate: Terminator = Arc::new(move |pick| {
+        let s = handle.clone();
+        Box::pin(async move { s.terminate(pick).await })
+    });
+    Ok((Arc::new(store), Some(terminate)))
 }
