@@ -1,5 +1,6 @@
 //! The integration suite: one binary, one module per concern.
 
+mod catalogue;
 mod cli;
 mod conformance;
 mod determinism;

@@ -38,6 +38,10 @@ pub struct Scenario {
     pub config: SimConfig,
     /// The verdict each variant must get.
     pub expect: BTreeMap<Variant, Expect>,
+    /// Coverage counters that must be above zero in a clean sweep of the
+    /// correct variant: the interleavings this scenario exists to show.
+    #[serde(default)]
+    pub sometimes: Vec<String>,
 }
 
 impl Scenario {

@@ -1,9 +1,10 @@
 //! Background jobs: the reconciler that finishes stale `in_progress`
 //! records, the sweeper that expires old ones, and the outbox relay.
 
-use crate::execution::{completion, request_from};
+use crate::execution::{attempt_downstream_key, completion, request_from};
 use crate::msg::{CallBody, ReplyBody, StoreOp, StoreReply};
 use crate::node::{sleep_ms, Node};
+use crate::variant::Variant;
 use idemsim_model::history::Origin;
 use idemsim_model::{Event, NodeId, Record, RecordState, Scope, Takeover};
 use std::rc::Rc;
@@ -64,7 +65,11 @@ async fn resume(node: &Node, scope: Scope, record: Record) {
         let _ = store(node, Origin::Reconciler, StoreOp::Release { scope, attempt }).await;
         return;
     };
-    let timeout = node.sim.with(|w| w.config.protocol.downstream_timeout_ms);
+    let (timeout, variant) = node.sim.with(|w| (w.config.protocol.downstream_timeout_ms, w.config.variant));
+    let downstream_key = match variant {
+        Variant::DownstreamKeyFromAttempt => attempt_downstream_key(&scope, attempt),
+        _ => downstream_key,
+    };
     let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
     let Some(ReplyBody::Charged { charge_id }) = node.call(NodeId::Downstream, Origin::Reconciler, body, timeout).await
     else {

@@ -25,6 +25,12 @@ pub fn downstream_key(scope: &Scope, fingerprint: &Fingerprint) -> DownstreamKey
     DownstreamKey(format!("dk:{scope}:{}", fingerprint.short()))
 }
 
+/// The broken derivation of `Variant::DownstreamKeyFromAttempt`: one key
+/// per attempt, so every resume is a new payment.
+pub fn attempt_downstream_key(scope: &Scope, attempt: idemsim_model::Attempt) -> DownstreamKey {
+    DownstreamKey(format!("dk:{scope}:attempt-{}", attempt.0))
+}
+
 /// The request as recovery-point data, and back.
 pub fn recovery_data(request: &Request) -> Bytes {
     Bytes(serde_json::to_vec(request).expect("a request always serializes"))

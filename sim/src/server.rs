@@ -1,7 +1,7 @@
 //! The API server: the protocol of PROTOCOL.md sections 3 to 7 as a request
 //! handler, written as a sequence of steps so a variant swaps exactly one.
 
-use crate::execution::{completion, downstream_key, recovery_data, validate};
+use crate::execution::{attempt_downstream_key, completion, downstream_key, recovery_data, validate};
 use crate::msg::{CallBody, Msg, ReplyBody, StoreOp, StoreReply};
 use crate::node::{sleep_ms, Node};
 use crate::rng::{between, chance};
@@ -96,6 +96,11 @@ impl Handler<'_> {
         let Some(scope) = self.request.scope() else {
             return Some(Reply::new(Answer::MissingKey, 400, r#"{"error":"Idempotency-Key header required"}"#));
         };
+        let scope = match self.variant() {
+            // The broken step: the record is keyed by the key string alone.
+            Variant::KeyNotScoped => Scope { caller: idemsim_model::CallerId("*".into()), key: scope.key },
+            _ => scope,
+        };
         let now = self.node.now();
         let claim = match self.variant() {
             Variant::CheckThenInsert => self.check_then_insert(&scope, now).await,
@@ -108,7 +113,12 @@ impl Handler<'_> {
         if claim.forced_owner {
             return self.execute(&scope, claim.claim_attempt(), None).await;
         }
-        match decide(&self.fingerprint, Some(&claim.claim), now) {
+        let fingerprint = match (&claim.claim, self.variant()) {
+            // The broken step: whatever the body, the request "matches" the record.
+            (Claim::Existing(r), Variant::FingerprintNotCompared) => r.fingerprint.clone(),
+            _ => self.fingerprint.clone(),
+        };
+        match decide(&fingerprint, Some(&claim.claim), now) {
             Decision::MissingKey => unreachable!("the request has a key"),
             Decision::Mismatch => {
                 Some(Reply::new(Answer::Mismatch, 422, r#"{"error":"Idempotency-Key reused with another request"}"#))
@@ -187,8 +197,22 @@ impl Handler<'_> {
         let sim = &self.node.sim;
         sim.record(self.node.id, Event::ExecutionStarted { by: self.origin(), scope: scope.clone(), attempt });
         if let Err(why) = validate(self.request) {
-            let _ = self.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
-            return Some(Reply::new(Answer::Invalid, 400, &format!(r#"{{"error":"{why}"}}"#)));
+            let reply = Reply::new(Answer::Invalid, 400, &format!(r#"{{"error":"{why}"}}"#));
+            let op = match self.variant() {
+                // The broken step: the pre-execution error is stored.
+                Variant::ValidationStored => StoreOp::Complete {
+                    scope: scope.clone(),
+                    attempt,
+                    completion: idemsim_model::Completion {
+                        response: reply.response.clone(),
+                        local_effect: None,
+                        outbox: vec![],
+                    },
+                },
+                _ => StoreOp::Release { scope: scope.clone(), attempt },
+            };
+            let _ = self.store(op).await;
+            return Some(reply);
         }
         let work = sim.with(|w| between(&mut w.server_rng, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]));
         sleep_ms(work).await;
@@ -218,10 +242,15 @@ impl Handler<'_> {
 
     /// Recovery point, then the dependency, with the stable downstream key.
     async fn charge(&self, scope: &Scope, attempt: Attempt, resume: Option<RecoveryPoint>) -> Result<String, Reply> {
-        let downstream_key = match resume {
+        let from_attempt = self.variant() == Variant::DownstreamKeyFromAttempt;
+        let downstream_key = match resume.filter(|_| !from_attempt) {
             Some(point) => point.downstream_key,
             None => {
-                let downstream_key = downstream_key(scope, &self.fingerprint);
+                let downstream_key = match from_attempt {
+                    // The broken step: a key per attempt, so a resume charges again.
+                    true => attempt_downstream_key(scope, attempt),
+                    false => downstream_key(scope, &self.fingerprint),
+                };
                 let point = RecoveryPoint { downstream_key: downstream_key.clone(), data: recovery_data(self.request) };
                 match self.store(StoreOp::WriteRecoveryPoint { scope: scope.clone(), attempt, point }).await {
                     Some(StoreReply::Write(WriteOutcome::Applied)) => {}

@@ -22,12 +22,31 @@ pub enum Variant {
     /// The completion is not conditional on the attempt: a stale holder's
     /// completion lands on a record someone else took over.
     UnfencedCompletion,
+    /// The fingerprint is not compared: a reused key with another body gets
+    /// the old response (or a 409) instead of 422.
+    FingerprintNotCompared,
+    /// A validation error raised before execution is stored as the
+    /// response instead of releasing the record.
+    ValidationStored,
+    /// The record is keyed by the key alone, not by `(caller, key)`.
+    KeyNotScoped,
+    /// The downstream key is derived from the attempt, so a resumed
+    /// execution calls the dependency with a new key.
+    DownstreamKeyFromAttempt,
 }
 
 impl Variant {
     /// Every variant, correct first.
-    pub const ALL: [Variant; 4] =
-        [Variant::Correct, Variant::CheckThenInsert, Variant::TakeoverWithoutBump, Variant::UnfencedCompletion];
+    pub const ALL: [Variant; 8] = [
+        Variant::Correct,
+        Variant::CheckThenInsert,
+        Variant::TakeoverWithoutBump,
+        Variant::UnfencedCompletion,
+        Variant::FingerprintNotCompared,
+        Variant::ValidationStored,
+        Variant::KeyNotScoped,
+        Variant::DownstreamKeyFromAttempt,
+    ];
 
     /// The kebab-case name.
     pub fn name(self) -> &'static str {
@@ -36,6 +55,10 @@ impl Variant {
             Variant::CheckThenInsert => "check-then-insert",
             Variant::TakeoverWithoutBump => "takeover-without-bump",
             Variant::UnfencedCompletion => "unfenced-completion",
+            Variant::FingerprintNotCompared => "fingerprint-not-compared",
+            Variant::ValidationStored => "validation-stored",
+            Variant::KeyNotScoped => "key-not-scoped",
+            Variant::DownstreamKeyFromAttempt => "downstream-key-from-attempt",
         }
     }
 
