@@ -160,3 +160,63 @@ fn bench_prints_every_figure_as_json() {
     let (code, _, err) = idemsim(&["run", "--shard", "0/4"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
 }
+
+#[test]
+fn scenario_files_run_replay_and_explain() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/my-paused-holder.json");
+    let (code, out, _) = idemsim(&["run", "--file", example, "--seeds", "0..30"]);
+    assert_eq!(code, EXIT_CLEAN, "{out}");
+    let (code, out, _) = idemsim(&["run", "--file", example, "--variant", "unfenced-completion", "--seeds", "0..30"]);
+    assert_eq!(code, EXIT_VIOLATION, "{out}");
+    let replay = out.lines().find_map(|l| l.strip_prefix("reproduce: ")).expect("a reproduce line");
+    assert!(replay.contains("--file"), "{replay}");
+    let args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+    let (code, replayed, _) = idemsim(&args);
+    assert_eq!(code, EXIT_VIOLATION);
+    assert!(replayed.contains("VIOLATION [fencing]"));
+
+    // explain --json writes a file that runs like the built-in scenario.
+    let (code, json, _) = idemsim(&["explain", "tenant-collision", "--json"]);
+    assert_eq!(code, EXIT_CLEAN);
+    let path = std::env::temp_dir().join(format!("idemsim-explained-{}.json", std::process::id()));
+    std::fs::write(&path, json).unwrap();
+    let from_file = idemsim(&["run", "--file", path.to_str().unwrap(), "--seeds", "0..5", "--json", "--jobs", "1"]).1;
+    let built_in = idemsim(&["run", "--scenario", "tenant-collision", "--seeds", "0..5", "--json", "--jobs", "1"]).1;
+    std::fs::remove_file(&path).ok();
+    let hashes = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["hashes"].clone();
+    assert_eq!(hashes(&from_file), hashes(&built_in));
+    let (_, text, _) = idemsim(&["explain", "paused-holder"]);
+    assert!(text.contains("unfenced-completion") && text.contains("stale_holder_fenced"), "{text}");
+}
+
+#[test]
+fn bad_scenario_files_are_one_line_and_exit_2() {
+    let dir = std::env::temp_dir().join(format!("idemsim-bad-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "typo.json",
+            r#"{"name":"x","lesson":"y","expect":{},"config":{"topology":{"severs":2}}}"#,
+            "unknown field `severs`",
+        ),
+        ("cut.json", r#"{"name":"x","#, "EOF while parsing"),
+        (
+            "invalid.json",
+            r#"{"name":"x","lesson":"y","expect":{},"config":{"topology":{"servers":0}}}"#,
+            "topology.servers",
+        ),
+        ("nameless.json", r#"{"name":" ","lesson":"y","expect":{}}"#, "needs a name"),
+    ];
+    for (file, text, message) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, text).unwrap();
+        let (code, _, err) = idemsim(&["run", "--file", path.to_str().unwrap(), "--seeds", "0..2"]);
+        assert_eq!(code, EXIT_USAGE, "{file}: {err}");
+        assert!(err.contains(message) && err.contains(file), "{file}: {err}");
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+    }
+    let (code, _, err) = idemsim(&["replay", "--file", "/nonexistent/s.json", "--seed", "1"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("cannot read"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

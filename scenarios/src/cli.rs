@@ -54,6 +54,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Explain a scenario: its lesson, variants, verdicts and commands to try.
+    Explain {
+        /// The scenario.
+        name: String,
+        /// The whole scenario as JSON (a scenario file to start from).
+        #[arg(long)]
+        json: bool,
+    },
     /// List the scenarios.
     List {
         /// One JSON document instead of text.
@@ -65,8 +73,11 @@ enum Command {
 #[derive(Args, Debug)]
 struct Target {
     /// Scenario name (see `idemsim list`).
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = "default", conflicts_with = "file")]
     scenario: String,
+    /// A scenario file instead (JSON; `idemsim explain NAME --json` writes one).
+    #[arg(long)]
+    file: Option<std::path::PathBuf>,
     /// Protocol variant: correct, check-then-insert, takeover-without-bump, unfenced-completion.
     #[arg(long, default_value = "correct", value_parser = parse_variant)]
     variant: Variant,
@@ -246,6 +257,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::CheckStore(args) => cmd_check_store(args, out),
         Command::Bench(args) => cmd_bench(args, out, err),
         Command::Merge { files, json } => crate::merge::cmd_merge(&files, json, out),
+        Command::Explain { name, json } => cmd_explain(&name, json, out),
         Command::List { json } => cmd_list(json, out),
     };
     match result {
@@ -261,8 +273,41 @@ fn scenario(name: &str) -> Result<Scenario, String> {
     catalogue::find(name).ok_or_else(|| format!("unknown scenario '{name}'; `idemsim list` shows the scenarios"))
 }
 
+fn target_scenario(target: &Target) -> Result<Scenario, String> {
+    match &target.file {
+        Some(path) => Scenario::from_file(path),
+        None => scenario(&target.scenario),
+    }
+}
+
+fn cmd_explain(name: &str, json: bool, out: &mut dyn Write) -> Result<i32, String> {
+    let s = scenario(name)?;
+    let written = if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&s).expect("json"))
+    } else {
+        (|| {
+            writeln!(out, "{}\n\n{}\n", s.name, s.lesson)?;
+            writeln!(out, "variants (expected verdict over seeds 0..2000):")?;
+            for (variant, expect) in &s.expect {
+                writeln!(out, "  {:<30} {expect}", variant.name())?;
+            }
+            if !s.sometimes.is_empty() {
+                writeln!(out, "interleavings a clean run must show: {}", s.sometimes.join(", "))?;
+            }
+            writeln!(out, "\ntry:")?;
+            for variant in s.expect.keys() {
+                writeln!(out, "  idemsim run --scenario {} --variant {variant} --seeds 0..200", s.name)?;
+            }
+            writeln!(out, "  idemsim replay --scenario {} --variant <variant> --seed <a failing seed>", s.name)?;
+            writeln!(out, "  idemsim explain {} --json > my-scenario.json   # then edit, and run --file", s.name)
+        })()
+    };
+    written.map_err(|e| e.to_string())?;
+    Ok(EXIT_CLEAN)
+}
+
 fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
-    let scenario = scenario(&args.target.scenario)?;
+    let scenario = target_scenario(&args.target)?;
     let seeds = args.seed.map_or(args.seeds.clone(), |s| s..s.saturating_add(1));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 || jobs > 1024 {
@@ -289,6 +334,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         seeds,
         jobs,
         shard: args.shard,
+        file: args.target.file.as_deref(),
     };
     if args.json {
         report::sweep_json(&ctx, &report, out).map_err(|e| e.to_string())?;
@@ -308,7 +354,7 @@ fn exit_code(report: &SweepReport) -> i32 {
 }
 
 fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
-    let scenario = scenario(&args.target.scenario)?;
+    let scenario = target_scenario(&args.target)?;
     let config = scenario.config_for(args.target.variant);
     let outcome = run_seed(&config, args.target.store, args.seed).map_err(|e| e.to_string())?;
     let ctx = report::Context {
@@ -318,6 +364,7 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         seeds: args.seed..args.seed + 1,
         jobs: 1,
         shard: None,
+        file: args.target.file.as_deref(),
     };
     if let Some(path) = &args.trace {
         let text = to_jsonl(args.seed, &scenario.name, args.target.variant.name(), &outcome.history);

@@ -23,13 +23,18 @@ pub struct Context<'a> {
     pub jobs: usize,
     /// The shard run, if any.
     pub shard: Option<(u64, u64)>,
+    /// The scenario file, when the scenario came from one.
+    pub file: Option<&'a std::path::Path>,
 }
 
 impl Context<'_> {
     /// The one command that reproduces `seed`.
     pub fn replay_command(&self, seed: u64) -> String {
-        let mut cmd =
-            format!("idemsim replay --scenario {} --variant {} --seed {seed}", self.scenario.name, self.variant);
+        let source = match self.file {
+            Some(path) => format!("--file {}", path.display()),
+            None => format!("--scenario {}", self.scenario.name),
+        };
+        let mut cmd = format!("idemsim replay {source} --variant {} --seed {seed}", self.variant);
         if self.store != StoreKind::Mem {
             cmd.push_str(&format!(" --store {}", self.store.name()));
         }

@@ -45,6 +45,20 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Reads a scenario file (JSON, as `idemsim explain NAME --json` writes
+    /// it; every config field has a default). Errors name the file and, for
+    /// syntax, the line and column.
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let scenario: Scenario =
+            serde_json::from_str(&text).map_err(|e| format!("{} is not a valid scenario: {e}", path.display()))?;
+        if scenario.name.trim().is_empty() {
+            return Err(format!("{}: the scenario needs a name", path.display()));
+        }
+        scenario.config.validate().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(scenario)
+    }
+
     /// The scenario's config running `variant`.
     pub fn config_for(&self, variant: Variant) -> SimConfig {
         SimConfig { variant, ..self.config.clone() }
