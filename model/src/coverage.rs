@@ -71,8 +71,19 @@ impl Coverage {
 
     /// Measures a history.
     pub fn of(history: &History) -> Coverage {
-        let index = Index::new(history);
-        let mut tracker = Tracker { index: Some(&index), ..Tracker::default() };
+        Coverage::measure(history, &Index::new(history))
+    }
+
+    /// [`Coverage::of`] with an index the caller already built.
+    pub fn measure(history: &History, index: &Index) -> Coverage {
+        let mut tracker = Tracker {
+            index,
+            completed: BTreeSet::new(),
+            begun: BTreeSet::new(),
+            calling: BTreeMap::new(),
+            holder: BTreeMap::new(),
+            committed_unanswered: BTreeSet::new(),
+        };
         let mut c = Coverage::default();
         for entry in &history.entries {
             tracker.observe(&mut c, &entry.event);
@@ -82,9 +93,8 @@ impl Coverage {
     }
 }
 
-#[derive(Default)]
 struct Tracker<'i, 'h> {
-    index: Option<&'i Index<'h>>,
+    index: &'i Index<'h>,
     completed: BTreeSet<&'h Scope>,
     /// Executions that began (recovery point or downstream call), not finished.
     begun: BTreeSet<(&'h Scope, Attempt)>,
@@ -151,7 +161,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {
-        let request = self.index.and_then(|i| i.request(req)).map(|(_, r)| r);
+        let request = self.index.request(req).map(|(_, r)| r);
         request.and_then(|r| r.scope()).is_some_and(|s| self.completed.contains(&s))
     }
 }

@@ -450,6 +450,28 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// What an accepted completion commits, in order: the local effect row
+    /// (if any), then the completion itself with its outbox messages.
+    pub fn completion(by: Origin, scope: &Scope, attempt: Attempt, completion: &crate::Completion) -> Vec<Event> {
+        let effect = completion.local_effect.as_ref().map(|effect| Event::LocalEffectCommitted {
+            by,
+            scope: scope.clone(),
+            attempt,
+            effect_id: effect.id.clone(),
+        });
+        let outbox = completion.outbox.iter().map(|m| m.id.clone()).collect();
+        let written = Event::CompletionWritten {
+            by,
+            scope: scope.clone(),
+            attempt,
+            response: completion.response.clone(),
+            outbox,
+        };
+        effect.into_iter().chain([written]).collect()
+    }
+}
+
 impl Origin {
     /// The request behind this origin, if it is one.
     pub fn request(self) -> Option<RequestId> {

@@ -43,7 +43,7 @@ mod request;
 pub mod retry;
 
 pub use bytes::{hex, Bytes};
-pub use checker::{check_all, Property, Violation};
+pub use checker::{check_all, judge, Property, Violation};
 pub use coverage::Coverage;
 pub use decision::{decide, Decision};
 pub use fingerprint::Fingerprint;

@@ -66,7 +66,7 @@ impl Default for StressSpec {
 }
 
 /// Terminates a store connection from the server side, if the store can.
-pub type Terminator = Arc<dyn Fn(u64) -> futures_lite::BoxFuture<'static, Result<bool, StoreError>> + Send + Sync>;
+pub type Terminator = Arc<dyn Fn(u64) -> BoxFuture<'static, Result<bool, StoreError>> + Send + Sync>;
 
 /// What a stress run found.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -101,10 +101,8 @@ pub struct StressReport {
     pub violations: Vec<Violation>,
 }
 
-mod futures_lite {
-    /// A boxed, sendable future.
-    pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-}
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Records events from many tasks, stamped by a monotonic clock.
 struct Recorder {
@@ -566,14 +564,9 @@ fn record_completion(
     attempt: Attempt,
     done: &idemsim_model::Completion,
 ) {
-    if let Some(effect) = &done.local_effect {
-        let e = Event::LocalEffectCommitted { by, scope: scope.clone(), attempt, effect_id: effect.id.clone() };
-        ctx.rec.at(sent, NodeId::Db, e);
+    for event in Event::completion(by, scope, attempt, done) {
+        ctx.rec.at(sent, NodeId::Db, event);
     }
-    let outbox = done.outbox.iter().map(|m| m.id.clone()).collect();
-    let written =
-        Event::CompletionWritten { by, scope: scope.clone(), attempt, response: done.response.clone(), outbox };
-    ctx.rec.at(sent, NodeId::Db, written);
 }
 
 /// The dependency: one effect per downstream key.

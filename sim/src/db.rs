@@ -9,7 +9,7 @@ use crate::world::{true_now, World};
 use futures::FutureExt;
 use idemsim_model::history::{Origin, WriteKind};
 use idemsim_model::{Claim, Event, NodeId, Takeover, WriteOutcome};
-use idemsim_store::{IdempotencyStore, StoreError};
+use idemsim_store::{panic_message, IdempotencyStore, StoreError};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
@@ -22,20 +22,12 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
         let reply = match AssertUnwindSafe(execute(&*store, variant, &op)).catch_unwind().await {
             Ok(reply) => reply,
             Err(panic) => {
-                StoreReply::Failed(StoreError::Unavailable(format!("store panicked: {}", panic_text(&*panic))))
+                StoreReply::Failed(StoreError::Unavailable(format!("store panicked: {}", panic_message(&*panic))))
             }
         };
         node.sim.with(|w| w.record_store(origin, &op, &reply));
         node.reply(from, id, ReplyBody::Store(reply));
     });
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-text panic".into())
 }
 
 async fn execute(store: &dyn IdempotencyStore, variant: Variant, op: &StoreOp) -> StoreReply {
@@ -115,24 +107,12 @@ impl World {
                 self.record(db, event);
             }
             (StoreOp::Complete { scope, attempt, completion }, StoreReply::Write(WriteOutcome::Applied)) => {
-                if let Some(effect) = &completion.local_effect {
-                    let e = Event::LocalEffectCommitted {
-                        by,
-                        scope: scope.clone(),
-                        attempt: *attempt,
-                        effect_id: effect.id.clone(),
-                    };
-                    self.record(db, e);
-                }
                 if let Some(r) = self.records.get_mut(scope) {
                     r.1 = true;
                 }
-                let outbox = completion.outbox.iter().map(|m| m.id.clone()).collect();
-                let response = completion.response.clone();
-                self.record(
-                    db,
-                    Event::CompletionWritten { by, scope: scope.clone(), attempt: *attempt, response, outbox },
-                );
+                for event in Event::completion(by, scope, *attempt, completion) {
+                    self.record(db, event);
+                }
             }
             (StoreOp::Complete { scope, attempt, .. }, StoreReply::Write(WriteOutcome::Fenced)) => {
                 self.record(db, fenced(by, scope, *attempt, WriteKind::Completion));

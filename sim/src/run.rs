@@ -12,7 +12,7 @@ use crate::{background, client, db, disk, downstream, faults, server, trace};
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use idemsim_model::history::Phase;
-use idemsim_model::{check_all, Coverage, Event, History, NodeId, Violation};
+use idemsim_model::{judge, Coverage, Event, History, NodeId, Violation};
 use idemsim_store::{IdempotencyStore, MemStore, SqliteStore};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -105,7 +105,6 @@ pub fn run_seed(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOu
 }
 
 fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
-    let text = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
     RunOutcome {
         seed,
         profile: FaultProfile::calm(),
@@ -113,7 +112,7 @@ fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
         history: History::default(),
         violations: Vec::new(),
         coverage: Coverage::default(),
-        error: Some(RunError::Panicked(text.unwrap_or_else(|| "non-text panic".into()))),
+        error: Some(RunError::Panicked(idemsim_store::panic_message(panic))),
     }
 }
 
@@ -203,8 +202,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         outcome.error = Some(RunError::Livelock(why));
         return outcome;
     }
-    outcome.violations = check_all(&outcome.history);
-    outcome.coverage = Coverage::of(&outcome.history);
+    (outcome.violations, outcome.coverage) = judge(&outcome.history);
     outcome
 }
 

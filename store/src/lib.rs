@@ -28,6 +28,7 @@ mod flaw;
 mod mem;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod panic;
 #[cfg(feature = "pg")]
 mod pg;
 mod sql;
@@ -39,6 +40,7 @@ pub use flaw::SqlFlaw;
 pub use mem::MemStore;
 #[cfg(feature = "mysql")]
 pub use mysql::{MySqlStore, MYSQL_SCHEMA};
+pub use panic::panic_message;
 #[cfg(feature = "pg")]
 pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};

@@ -86,7 +86,7 @@ impl Property {
             Property::ReplayFidelity => replay::check(history, index),
             Property::StatusRules => status::check(history, index),
             Property::Isolation => isolation::check(history, index),
-            Property::RetryDiscipline => retry::check(history, index),
+            Property::RetryDiscipline => retry::check(history),
             Property::Expiry => expiry::check(history),
             Property::Outbox => outbox::check(history),
         }
@@ -132,8 +132,19 @@ impl fmt::Display for Violation {
 
 /// Runs every checker. Violations come grouped by property, in order.
 pub fn check_all(history: &History) -> Vec<Violation> {
+    check_all_indexed(history, &Index::new(history))
+}
+
+/// [`check_all`] with an index the caller already built.
+pub fn check_all_indexed(history: &History, index: &Index) -> Vec<Violation> {
+    Property::ALL.into_iter().flat_map(|p| p.check(history, index)).collect()
+}
+
+/// Every checker and the coverage counters, sharing one index: the
+/// judgement at the end of a run.
+pub fn judge(history: &History) -> (Vec<Violation>, crate::Coverage) {
     let index = Index::new(history);
-    Property::ALL.into_iter().flat_map(|p| p.check(history, &index)).collect()
+    (check_all_indexed(history, &index), crate::Coverage::measure(history, &index))
 }
 
 #[cfg(test)]

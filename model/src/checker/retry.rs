@@ -4,7 +4,7 @@
 //! token-bucket budget; and sends per operation stay under the amplification
 //! bound.
 
-use super::{Index, Property, Violation};
+use super::{Property, Violation};
 use crate::history::{Event, History, RetryCause};
 use crate::ids::{IdempotencyKey, NodeId, OpId, RequestId, SimTime};
 use crate::retry::{is_transient_status, TokenBucket};
@@ -15,7 +15,7 @@ struct First<'h> {
     key: Option<&'h IdempotencyKey>,
 }
 
-pub(super) fn check(history: &History, _index: &Index) -> Vec<Violation> {
+pub(super) fn check(history: &History) -> Vec<Violation> {
     let policy = &history.meta.retry;
     let mut first: BTreeMap<OpId, First> = BTreeMap::new();
     let mut scheduled: BTreeMap<OpId, (usize, SimTime, u64)> = BTreeMap::new();
@@ -115,7 +115,7 @@ mod tests {
     use crate::request::StoredResponse;
 
     fn check_story(s: &Story) -> Vec<Violation> {
-        check(&s.history, &Index::new(&s.history))
+        check(&s.history)
     }
 
     fn retry(s: &mut Story, r: RequestId, wait_ms: u64, cause: RetryCause) -> usize {

@@ -244,18 +244,10 @@ impl Clock {
 async fn guarded(call: impl Future<Output = Result<Outcome, StoreError>>, limit: Duration) -> Result<Outcome, Fault> {
     match tokio::time::timeout(limit, AssertUnwindSafe(call).catch_unwind()).await {
         Err(_) => Err(Fault::Hung(limit)),
-        Ok(Err(panic)) => Err(Fault::Panicked(panic_message(&*panic))),
+        Ok(Err(panic)) => Err(Fault::Panicked(crate::panic_message(&*panic))),
         Ok(Ok(Err(e))) => Err(Fault::Error(e)),
         Ok(Ok(Ok(outcome))) => Ok(outcome),
     }
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        return (*s).to_string();
-    }
-    panic.downcast_ref::<String>().cloned().unwrap_or_else(|| "non-text panic payload".to_string())
 }
 
 pub(crate) fn show(o: &Outcome) -> String {
