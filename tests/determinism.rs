@@ -32,7 +32,7 @@ fn a_trace_reads_back_to_the_same_history() {
 #[test]
 fn results_do_not_depend_on_jobs() {
     let spec = |jobs| SweepSpec {
-        config: SimConfig { variant: Variant::UnfencedCompletion, ..SimConfig::default() },
+        config: SimConfig { steps: Variant::UnfencedCompletion.steps(), ..SimConfig::default() },
         store: StoreKind::Mem,
         seeds: 0..60,
         jobs,

@@ -8,7 +8,7 @@ use idemsim_sim::{run_seed, FaultProfile, FaultSettings, RunError, SimConfig, St
 
 fn spec(variant: Variant, store: StoreKind, seeds: std::ops::Range<u64>) -> SweepSpec {
     SweepSpec {
-        config: SimConfig { variant, ..SimConfig::default() },
+        config: SimConfig { steps: variant.steps(), ..SimConfig::default() },
         store,
         seeds,
         jobs: 2,
@@ -20,7 +20,7 @@ fn spec(variant: Variant, store: StoreKind, seeds: std::ops::Range<u64>) -> Swee
 
 /// The first failing seed of a variant, found within 2000 seeds.
 fn first_failure(variant: Variant, store: StoreKind) -> idemsim_sim::RunOutcome {
-    let config = SimConfig { variant, ..SimConfig::default() };
+    let config = SimConfig { steps: variant.steps(), ..SimConfig::default() };
     (0..2000)
         .map(|seed| run_seed(&config, store, seed).unwrap())
         .find(|o| o.failed())
@@ -30,7 +30,7 @@ fn first_failure(variant: Variant, store: StoreKind) -> idemsim_sim::RunOutcome 
 fn assert_caught_and_replayed(variant: Variant, store: StoreKind, property: Property) {
     let found = first_failure(variant, store);
     assert!(found.violations.iter().any(|v| v.property == property), "{variant}: {:?}", found.violations);
-    let config = SimConfig { variant, ..SimConfig::default() };
+    let config = SimConfig { steps: variant.steps(), ..SimConfig::default() };
     let replay = run_seed(&config, store, found.seed).unwrap();
     assert_eq!(replay.violations, found.violations, "{variant} seed {}", found.seed);
     assert_eq!(replay.hash(), found.hash());

@@ -2,8 +2,8 @@
 //! actually reached, so a clean verdict is never vacuous.
 
 use crate::checker::Index;
-use crate::history::{Answer, Event, Fault, History, Origin};
-use crate::ids::{Attempt, NodeId, RequestId, Scope};
+use crate::history::{Answer, Entry, Event, Fault, History, Origin};
+use crate::ids::{Attempt, NodeId, RequestId, Scope, SimTime};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,11 +31,24 @@ pub struct Coverage {
     pub in_flight_rejected: u64,
     /// The reconciler completed a record nobody retried.
     pub reconciler_completed: u64,
+    /// A server crashed while an execution it started was unfinished.
+    pub crash_mid_execution: u64,
+    /// A stored response was replayed an hour or more after it was stored.
+    pub late_replay: u64,
+    /// A completed record was swept.
+    pub record_swept: u64,
+    /// A client stopped retrying because its retry budget was spent.
+    pub retry_budget_exhausted: u64,
+    /// The consumer received a message it had already applied.
+    pub message_redelivered: u64,
 }
+
+/// A replay at least this long after the completion counts as late.
+const LATE_MS: u64 = 3_600_000;
 
 impl Coverage {
     /// The counters as `(name, value)` pairs, in declaration order.
-    pub fn counters(&self) -> [(&'static str, u64); 10] {
+    pub fn counters(&self) -> [(&'static str, u64); 15] {
         [
             ("takeover", self.takeover),
             ("lease_expired_mid_execute", self.lease_expired_mid_execute),
@@ -47,6 +60,11 @@ impl Coverage {
             ("mismatch_rejected", self.mismatch_rejected),
             ("in_flight_rejected", self.in_flight_rejected),
             ("reconciler_completed", self.reconciler_completed),
+            ("crash_mid_execution", self.crash_mid_execution),
+            ("late_replay", self.late_replay),
+            ("record_swept", self.record_swept),
+            ("retry_budget_exhausted", self.retry_budget_exhausted),
+            ("message_redelivered", self.message_redelivered),
         ]
     }
 
@@ -62,6 +80,11 @@ impl Coverage {
         self.mismatch_rejected += other.mismatch_rejected;
         self.in_flight_rejected += other.in_flight_rejected;
         self.reconciler_completed += other.reconciler_completed;
+        self.crash_mid_execution += other.crash_mid_execution;
+        self.late_replay += other.late_replay;
+        self.record_swept += other.record_swept;
+        self.retry_budget_exhausted += other.retry_budget_exhausted;
+        self.message_redelivered += other.message_redelivered;
     }
 
     /// The counters in `self` that are zero.
@@ -83,10 +106,12 @@ impl Coverage {
             calling: BTreeMap::new(),
             holder: BTreeMap::new(),
             committed_unanswered: BTreeSet::new(),
+            executing: BTreeMap::new(),
+            completed_at: BTreeMap::new(),
         };
         let mut c = Coverage::default();
         for entry in &history.entries {
-            tracker.observe(&mut c, &entry.event);
+            tracker.observe(&mut c, entry);
         }
         c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
         c
@@ -102,11 +127,16 @@ struct Tracker<'i, 'h> {
     calling: BTreeMap<(&'h Scope, Attempt), NodeId>,
     holder: BTreeMap<&'h Scope, Attempt>,
     committed_unanswered: BTreeSet<RequestId>,
+    /// Unfinished executions started by a request, by scope: the server.
+    executing: BTreeMap<&'h Scope, NodeId>,
+    /// When each scope's record completed.
+    completed_at: BTreeMap<&'h Scope, SimTime>,
 }
 
 impl<'i, 'h> Tracker<'i, 'h> {
-    fn observe(&mut self, c: &mut Coverage, event: &'h Event) {
-        match event {
+    fn observe(&mut self, c: &mut Coverage, entry: &'h Entry) {
+        self.observe_late(c, entry);
+        match &entry.event {
             Event::Claimed { scope, attempt, .. } => {
                 self.holder.insert(scope, *attempt);
             }
@@ -124,7 +154,12 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.calling.insert((scope, *attempt), *from);
             }
             Event::WriteFenced { .. } => c.stale_holder_fenced += 1,
+            Event::ExecutionStarted { by: Origin::Request { .. }, scope, .. } => {
+                self.executing.insert(scope, entry.node);
+            }
             Event::CompletionWritten { scope, attempt, by, .. } => {
+                self.executing.remove(scope);
+                self.completed_at.insert(scope, entry.at);
                 self.completed.insert(scope);
                 self.begun.remove(&(scope, *attempt));
                 self.calling.remove(&(scope, *attempt));
@@ -136,9 +171,17 @@ impl<'i, 'h> Tracker<'i, 'h> {
                     Origin::Sweeper | Origin::Relay => {}
                 }
             }
-            Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
+            Event::RecordSwept { scope, completed, .. } => {
+                c.record_swept += u64::from(*completed);
+                self.completed.remove(scope);
+                self.completed_at.remove(scope);
+            }
+            Event::Released { scope, .. } => {
+                self.executing.remove(scope);
                 self.completed.remove(scope);
             }
+            Event::GaveUp { reason, .. } if reason.contains("budget") => c.retry_budget_exhausted += 1,
+            Event::MessageConsumed { applied: false, .. } => c.message_redelivered += 1,
             Event::RequestReceived { req, copy, .. } if *copy > 1 && self.scope_completed(*req) => {
                 c.duplicate_after_completion += 1;
             }
@@ -155,9 +198,20 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 let before = self.calling.len();
                 self.calling.retain(|_, from| from != node);
                 c.crash_between_effect_and_completion += (before - self.calling.len()) as u64;
+                let before = self.executing.len();
+                self.executing.retain(|_, server| server != node);
+                c.crash_mid_execution += (before - self.executing.len()) as u64;
             }
             _ => {}
         }
+    }
+
+    /// A replay of a record completed an hour or more before.
+    fn observe_late(&self, c: &mut Coverage, entry: &Entry) {
+        let Event::ResponseSent { req, answer: Answer::Replayed, .. } = &entry.event else { return };
+        let scope = self.index.request(*req).and_then(|(_, r)| r.scope());
+        let completed = scope.and_then(|s| self.completed_at.get(&s).copied());
+        c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= LATE_MS));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {

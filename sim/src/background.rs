@@ -4,7 +4,7 @@
 use crate::execution::{attempt_downstream_key, completion, request_from};
 use crate::msg::{CallBody, ReplyBody, StoreOp, StoreReply};
 use crate::node::{sleep_ms, Node};
-use crate::variant::Variant;
+use crate::variant::{DownstreamKeyStep, SweepStep};
 use idemsim_model::history::Origin;
 use idemsim_model::{Event, NodeId, Record, RecordState, Scope, Takeover};
 use std::rc::Rc;
@@ -40,7 +40,7 @@ pub(crate) async fn reconciler(node: Rc<Node>) {
 
 async fn resume(node: &Node, scope: Scope, record: Record) {
     let RecordState::InProgress { attempt, .. } = record.state else { return };
-    let lease_ms = node.sim.with(|w| w.config.protocol.lease_ms);
+    let lease_ms = node.sim.with(|w| w.lease_ms());
     let op = StoreOp::TakeOver { scope: scope.clone(), expected: attempt, now: node.now(), lease_ms };
     let Some(StoreReply::Takeover(Takeover::Granted(attempt))) = store(node, Origin::Reconciler, op).await else {
         return;
@@ -65,9 +65,9 @@ async fn resume(node: &Node, scope: Scope, record: Record) {
         let _ = store(node, Origin::Reconciler, StoreOp::Release { scope, attempt }).await;
         return;
     };
-    let (timeout, variant) = node.sim.with(|w| (w.config.protocol.downstream_timeout_ms, w.config.variant));
-    let downstream_key = match variant {
-        Variant::DownstreamKeyFromAttempt => attempt_downstream_key(&scope, attempt),
+    let (timeout, step) = node.sim.with(|w| (w.config.protocol.downstream_timeout_ms, w.config.steps.downstream_key));
+    let downstream_key = match step {
+        DownstreamKeyStep::PerAttempt => attempt_downstream_key(&scope, attempt),
         _ => downstream_key,
     };
     let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
@@ -79,15 +79,41 @@ async fn resume(node: &Node, scope: Scope, record: Record) {
     let _ = store(node, Origin::Reconciler, StoreOp::Complete { scope, attempt, completion }).await;
 }
 
+/// The broken `SweepStep::ShortWindow`: an hour.
+const SHORT_WINDOW_MS: u64 = 3_600_000;
+
 /// Every `sweep_interval_ms`: delete completed records older than the
 /// sweep window.
 pub(crate) async fn sweeper(node: Rc<Node>) {
-    let (interval, window_ms) =
-        node.sim.with(|w| (w.config.protocol.sweep_interval_ms, w.config.protocol.sweep_window_ms));
+    let (interval, window_ms, step) = node.sim.with(|w| {
+        let p = &w.config.protocol;
+        (p.sweep_interval_ms, p.sweep_window_ms, w.config.steps.sweep)
+    });
+    let window_ms = match step {
+        SweepStep::ShortWindow => window_ms.min(SHORT_WINDOW_MS),
+        SweepStep::Documented | SweepStep::DeletesUnfinished => window_ms,
+    };
     loop {
         sleep_ms(interval).await;
         let now = node.now();
         let _ = store(&node, Origin::Sweeper, StoreOp::Sweep { now, window_ms }).await;
+        if step == SweepStep::DeletesUnfinished {
+            delete_abandoned(&node, now).await;
+        }
+    }
+}
+
+/// The broken sweep step: an `in_progress` record whose lease expired is
+/// taken for abandoned and deleted, recovery point and all.
+async fn delete_abandoned(node: &Node, now: idemsim_model::SimTime) {
+    let Some(StoreReply::Stale(stale)) =
+        store(node, Origin::Sweeper, StoreOp::StaleInProgress { now, limit: BATCH }).await
+    else {
+        return;
+    };
+    for (scope, record) in stale {
+        let op = StoreOp::DeleteInProgress { scope, attempt: record.attempt() };
+        let _ = store(node, Origin::Sweeper, op).await;
     }
 }
 

@@ -2,8 +2,10 @@
 //! plus a name and a lesson; every field has a default, so a scenario file
 //! names only what it changes.
 
+use crate::plan::{FaultAction, TimedFault};
 use crate::swarm::FaultProfile;
-use crate::variant::Variant;
+use crate::variant::Steps;
+use crate::workload::Operation;
 use idemsim_model::{RetryPolicy, RunMeta};
 use serde::{Deserialize, Serialize};
 
@@ -25,8 +27,8 @@ pub struct SimConfig {
     pub budgets: Budgets,
     /// Whether the database may lose unsynced writes in a crash.
     pub durability: Durability,
-    /// The protocol variant the servers run.
-    pub variant: Variant,
+    /// The protocol the servers, clients and background jobs run.
+    pub steps: Steps,
 }
 
 impl Default for SimConfig {
@@ -39,7 +41,7 @@ impl Default for SimConfig {
             phases: Phases::default(),
             budgets: Budgets::default(),
             durability: Durability::Synced,
-            variant: Variant::Correct,
+            steps: Steps::default(),
         }
     }
 }
@@ -63,7 +65,7 @@ impl Default for Topology {
 }
 
 /// The seeded request mix. Weights are relative, not percentages.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Workload {
     /// Operations to issue (default 50).
@@ -72,11 +74,16 @@ pub struct Workload {
     pub spread_ms: u64,
     /// Relative weights of the kinds of operation.
     pub mix: Mix,
+    /// An explicit list of operations replacing the seeded draw (what
+    /// `idemsim shrink` writes); `requests`, `spread_ms` and `mix` are then
+    /// ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Vec<Operation>>,
 }
 
 impl Default for Workload {
     fn default() -> Workload {
-        Workload { requests: 50, spread_ms: 8_000, mix: Mix::default() }
+        Workload { requests: 50, spread_ms: 8_000, mix: Mix::default(), operations: None }
     }
 }
 
@@ -177,6 +184,16 @@ pub enum FaultSettings {
     Swarm,
     /// This profile for every seed.
     Pinned(FaultProfile),
+    /// This profile for the message-level faults and fault sites, and
+    /// exactly these timed faults instead of a seeded plan (what
+    /// `idemsim shrink` writes).
+    Scheduled {
+        /// Rates, latencies and fault sites; its counts of timed faults are
+        /// ignored.
+        profile: FaultProfile,
+        /// The timed faults, at milliseconds into the run.
+        faults: Vec<TimedFault>,
+    },
 }
 
 /// Phase lengths in simulated time.
@@ -264,8 +281,16 @@ impl SimConfig {
         if r.attempts_max == 0 || r.timeout_ms == 0 || r.base_ms > r.cap_ms {
             return bad("protocol.retry needs attempts_max >= 1, timeout_ms > 0 and base_ms <= cap_ms");
         }
-        if let FaultSettings::Pinned(profile) = &self.faults {
-            profile.validate()?;
+        match &self.faults {
+            FaultSettings::Pinned(profile) => profile.validate()?,
+            FaultSettings::Scheduled { profile, faults } => {
+                profile.validate()?;
+                faults.iter().try_for_each(|f| self.validate_fault(f))?;
+            }
+            FaultSettings::None | FaultSettings::Swarm => {}
+        }
+        if let Some(ops) = &self.workload.operations {
+            self.validate_operations(ops)?;
         }
         if self.phases.fault_ms == 0 {
             return bad("phases.fault_ms must be positive");
@@ -275,6 +300,41 @@ impl SimConfig {
         }
         if self.budgets.steps_max == 0 {
             return bad("budgets.steps_max must be positive");
+        }
+        Ok(())
+    }
+
+    fn validate_fault(&self, fault: &TimedFault) -> Result<(), ConfigError> {
+        let node = match &fault.action {
+            FaultAction::Crash { node, .. }
+            | FaultAction::Pause { node, .. }
+            | FaultAction::Partition { node, .. }
+            | FaultAction::Skew { node, .. } => *node,
+        };
+        let ok = match node {
+            idemsim_model::NodeId::Server(s) => s < self.topology.servers,
+            idemsim_model::NodeId::Client(c) => c < self.topology.clients,
+            idemsim_model::NodeId::World => false,
+            _ => true,
+        };
+        match ok {
+            true => Ok(()),
+            false => Err(ConfigError(format!("faults.scheduled: no node {node} in this topology"))),
+        }
+    }
+
+    fn validate_operations(&self, ops: &[Operation]) -> Result<(), ConfigError> {
+        let mut ids = std::collections::BTreeSet::new();
+        for o in ops {
+            if o.client >= self.topology.clients {
+                return Err(ConfigError(format!(
+                    "workload.operations: operation {} names client {} of {}",
+                    o.op.0, o.client, self.topology.clients
+                )));
+            }
+            if !ids.insert(o.op) {
+                return Err(ConfigError(format!("workload.operations: operation {} appears twice", o.op.0)));
+            }
         }
         Ok(())
     }

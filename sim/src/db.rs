@@ -4,7 +4,7 @@
 
 use crate::msg::{CallBody, Msg, ReplyBody, StoreOp, StoreReply};
 use crate::node::Node;
-use crate::variant::Variant;
+use crate::variant::{CompletionStep, Steps};
 use crate::world::{true_now, World};
 use futures::FutureExt;
 use idemsim_model::history::{Origin, WriteKind};
@@ -18,8 +18,8 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     let Msg::Call { id, from, origin, body: CallBody::Store(op) } = msg else { return };
     let node = node.clone();
     madsim::task::spawn_local(async move {
-        let (store, variant) = node.sim.with(|w| (w.store.clone(), w.config.variant));
-        let reply = match AssertUnwindSafe(execute(&*store, variant, &op)).catch_unwind().await {
+        let (store, steps) = node.sim.with(|w| (w.store.clone(), w.config.steps));
+        let reply = match AssertUnwindSafe(execute(&*store, steps, &op)).catch_unwind().await {
             Ok(reply) => reply,
             Err(panic) => {
                 StoreReply::Failed(StoreError::Unavailable(format!("store panicked: {}", panic_message(&*panic))))
@@ -30,7 +30,7 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     });
 }
 
-async fn execute(store: &dyn IdempotencyStore, variant: Variant, op: &StoreOp) -> StoreReply {
+async fn execute(store: &dyn IdempotencyStore, steps: Steps, op: &StoreOp) -> StoreReply {
     let result = match op {
         StoreOp::Claim { scope, fingerprint, now, lease_ms } => {
             store.claim(scope, fingerprint, *now, *lease_ms).await.map(StoreReply::Claim)
@@ -43,8 +43,8 @@ async fn execute(store: &dyn IdempotencyStore, variant: Variant, op: &StoreOp) -
         }
         StoreOp::Complete { scope, attempt, completion } => {
             let outcome = store.complete(scope, *attempt, completion).await;
-            match (variant, outcome) {
-                (Variant::UnfencedCompletion, Ok(WriteOutcome::Fenced)) => unfenced_complete(store, op).await,
+            match (steps.completion, outcome) {
+                (CompletionStep::Unfenced, Ok(WriteOutcome::Fenced)) => unfenced_complete(store, op).await,
                 (_, outcome) => outcome.map(StoreReply::Write),
             }
         }
@@ -54,6 +54,9 @@ async fn execute(store: &dyn IdempotencyStore, variant: Variant, op: &StoreOp) -
         StoreOp::StaleInProgress { now, limit } => store.stale_in_progress(*now, *limit).await.map(StoreReply::Stale),
         StoreOp::OutboxPending { limit } => store.outbox_pending(*limit).await.map(StoreReply::Outbox),
         StoreOp::MarkPublished { id } => store.outbox_mark_published(id).await.map(|_| StoreReply::Marked),
+        // A row in the application's own table: no idempotency-store call.
+        StoreOp::CommitEffect { .. } => Ok(StoreReply::Write(WriteOutcome::Applied)),
+        StoreOp::DeleteInProgress { scope, attempt } => store.release(scope, *attempt).await.map(StoreReply::Write),
     };
     result.unwrap_or_else(StoreReply::Failed)
 }
@@ -127,6 +130,15 @@ impl World {
                 };
                 self.record(db, event);
             }
+            (StoreOp::CommitEffect { scope, attempt, effect }, StoreReply::Write(_)) => {
+                let (scope, attempt, effect_id) = (scope.clone(), *attempt, effect.id.clone());
+                self.record(db, Event::LocalEffectCommitted { by, scope, attempt, effect_id });
+            }
+            (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
+                let (created_at, completed) = self.records.remove(scope).unwrap_or_default();
+                self.record(NodeId::Sweeper, Event::RecordSwept { scope: scope.clone(), created_at, completed });
+            }
+            (StoreOp::DeleteInProgress { .. }, StoreReply::Write(WriteOutcome::Fenced)) => self.step(),
             (StoreOp::Sweep { .. }, StoreReply::Scopes(swept)) => {
                 for scope in swept {
                     let (created_at, completed) = self.records.remove(scope).unwrap_or_default();

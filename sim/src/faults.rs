@@ -106,6 +106,8 @@ impl Sim {
             n.mailbox = None;
             let handle = n.madsim.clone();
             w.forget_waiters(node);
+            // A process's locks die with it.
+            w.locks.retain(|_, holder| *holder != node);
             w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));
             if node == NodeId::Db {
                 w.lose_unsynced_writes();

@@ -2,8 +2,8 @@
 
 use idemsim_model::history::{Answer, Origin};
 use idemsim_model::{
-    Attempt, Claim, Completion, DownstreamKey, Fingerprint, MessageId, OutboxEntry, Record, RecoveryPoint, Request,
-    RequestId, Scope, SimTime, StoredResponse, Takeover, WriteOutcome,
+    Attempt, Claim, Completion, DownstreamKey, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint,
+    Request, RequestId, Scope, SimTime, StoredResponse, Takeover, WriteOutcome,
 };
 use idemsim_store::StoreError;
 
@@ -42,16 +42,62 @@ pub(crate) enum ReplyBody {
 /// One store-trait operation, executed atomically by the database node.
 #[derive(Clone, Debug)]
 pub(crate) enum StoreOp {
-    Claim { scope: Scope, fingerprint: Fingerprint, now: SimTime, lease_ms: u64 },
-    TakeOver { scope: Scope, expected: Attempt, now: SimTime, lease_ms: u64 },
-    WriteRecoveryPoint { scope: Scope, attempt: Attempt, point: RecoveryPoint },
-    Complete { scope: Scope, attempt: Attempt, completion: Completion },
-    Release { scope: Scope, attempt: Attempt },
-    Read { scope: Scope },
-    Sweep { now: SimTime, window_ms: u64 },
-    StaleInProgress { now: SimTime, limit: usize },
-    OutboxPending { limit: usize },
-    MarkPublished { id: MessageId },
+    Claim {
+        scope: Scope,
+        fingerprint: Fingerprint,
+        now: SimTime,
+        lease_ms: u64,
+    },
+    TakeOver {
+        scope: Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    },
+    WriteRecoveryPoint {
+        scope: Scope,
+        attempt: Attempt,
+        point: RecoveryPoint,
+    },
+    Complete {
+        scope: Scope,
+        attempt: Attempt,
+        completion: Completion,
+    },
+    Release {
+        scope: Scope,
+        attempt: Attempt,
+    },
+    Read {
+        scope: Scope,
+    },
+    Sweep {
+        now: SimTime,
+        window_ms: u64,
+    },
+    StaleInProgress {
+        now: SimTime,
+        limit: usize,
+    },
+    OutboxPending {
+        limit: usize,
+    },
+    MarkPublished {
+        id: MessageId,
+    },
+    /// The broken `LocalEffectStep::OwnTransaction`: the effect row
+    /// inserted in its own transaction, outside the idempotency store.
+    CommitEffect {
+        scope: Scope,
+        attempt: Attempt,
+        effect: LocalEffect,
+    },
+    /// The broken `SweepStep::DeletesUnfinished`: an `in_progress` record
+    /// deleted (a release, so the key reads as absent).
+    DeleteInProgress {
+        scope: Scope,
+        attempt: Attempt,
+    },
 }
 
 /// A store operation's result.
@@ -82,6 +128,8 @@ impl StoreOp {
             StoreOp::StaleInProgress { .. } => "stale_in_progress",
             StoreOp::OutboxPending { .. } => "outbox_pending",
             StoreOp::MarkPublished { .. } => "outbox_mark_published",
+            StoreOp::CommitEffect { .. } => "insert_effect_row",
+            StoreOp::DeleteInProgress { .. } => "delete_in_progress",
         }
     }
 }

@@ -116,14 +116,37 @@ fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
     }
 }
 
-fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
-    let profile = match &config.faults {
-        FaultSettings::None => FaultProfile::calm(),
-        FaultSettings::Swarm => FaultProfile::draw(&mut stream(seed, Stream::Swarm)),
-        FaultSettings::Pinned(p) => p.clone(),
+/// What a seed draws before the run starts: its fault profile, its timed
+/// faults and its operations. An explicit schedule or operation list in the
+/// config is returned as it is (sorted by time), so `draws` of a shrunk
+/// scenario is exactly what it runs.
+pub fn draws(config: &SimConfig, seed: u64) -> (FaultProfile, Vec<TimedFault>, Vec<Operation>) {
+    let (profile, mut plan) = match &config.faults {
+        FaultSettings::Scheduled { profile, faults } => (profile.clone(), faults.clone()),
+        settings => {
+            let profile = match settings {
+                FaultSettings::Swarm => FaultProfile::draw(&mut stream(seed, Stream::Swarm)),
+                FaultSettings::Pinned(p) => p.clone(),
+                _ => FaultProfile::calm(),
+            };
+            let plan = crate::plan::draw(config, &profile, &mut stream(seed, Stream::Plan));
+            (profile, plan)
+        }
     };
-    let plan = crate::plan::draw(&config, &profile, &mut stream(seed, Stream::Plan));
-    let ops = crate::workload::draw(&config, &mut stream(seed, Stream::Workload));
+    plan.sort_by_key(|f| f.at_ms);
+    let ops = match &config.workload.operations {
+        Some(ops) => {
+            let mut ops = ops.clone();
+            ops.sort_by_key(|o| (o.start_ms, o.op));
+            ops
+        }
+        None => crate::workload::draw(config, &mut stream(seed, Stream::Workload)),
+    };
+    (profile, plan, ops)
+}
+
+fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
+    let (profile, plan, ops) = draws(&config, seed);
     let mut outcome = RunOutcome {
         seed,
         profile: profile.clone(),
@@ -180,6 +203,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         mem,
         synced: None,
         unsynced_ops: 0,
+        locks: BTreeMap::new(),
     };
     let sim = Sim::new(world);
     let rt =

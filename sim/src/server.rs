@@ -5,7 +5,10 @@ use crate::execution::{attempt_downstream_key, completion, downstream_key, recov
 use crate::msg::{CallBody, Msg, ReplyBody, StoreOp, StoreReply};
 use crate::node::{sleep_ms, Node};
 use crate::rng::{between, chance};
-use crate::variant::Variant;
+use crate::variant::{
+    ClaimStep, DownstreamKeyStep, FingerprintStep, LocalEffectStep, PublishStep, ScopeStep, Steps, TakeoverStep,
+    ValidationStep,
+};
 use idemsim_model::history::{Answer, Fault, Origin};
 use idemsim_model::{
     decide, Attempt, Claim, Decision, Effects, Event, Fingerprint, NodeId, RecoveryPoint, Request, RequestId, Scope,
@@ -88,23 +91,26 @@ impl Handler<'_> {
         Origin::Request { req: self.req, copy: self.copy }
     }
 
-    fn variant(&self) -> Variant {
-        self.node.sim.with(|w| w.config.variant)
+    fn steps(&self) -> Steps {
+        self.node.sim.with(|w| w.config.steps)
     }
 
     async fn respond(&self) -> Option<Reply> {
         let Some(scope) = self.request.scope() else {
             return Some(Reply::new(Answer::MissingKey, 400, r#"{"error":"Idempotency-Key header required"}"#));
         };
-        let scope = match self.variant() {
+        let steps = self.steps();
+        let scope = match steps.scope {
             // The broken step: the record is keyed by the key string alone.
-            Variant::KeyNotScoped => Scope { caller: idemsim_model::CallerId("*".into()), key: scope.key },
-            _ => scope,
+            ScopeStep::KeyOnly => Scope { caller: idemsim_model::CallerId("*".into()), key: scope.key },
+            ScopeStep::CallerAndKey => scope,
         };
         let now = self.node.now();
-        let claim = match self.variant() {
-            Variant::CheckThenInsert => self.check_then_insert(&scope, now).await,
-            _ => self.claim(&scope, now).await,
+        let claim = match steps.claim {
+            ClaimStep::Atomic => self.claim(&scope, now).await,
+            ClaimStep::CheckThenInsert => self.check_then_insert(&scope, now, None).await,
+            ClaimStep::LockAroundLookup => self.check_then_insert(&scope, now, Some(None)).await,
+            ClaimStep::PerProcessLock => self.check_then_insert(&scope, now, Some(Some(self.node.id))).await,
         };
         let claim = match claim {
             Ok(claim) => claim,
@@ -113,9 +119,9 @@ impl Handler<'_> {
         if claim.forced_owner {
             return self.execute(&scope, claim.claim_attempt(), None).await;
         }
-        let fingerprint = match (&claim.claim, self.variant()) {
+        let fingerprint = match (&claim.claim, steps.fingerprint) {
             // The broken step: whatever the body, the request "matches" the record.
-            (Claim::Existing(r), Variant::FingerprintNotCompared) => r.fingerprint.clone(),
+            (Claim::Existing(r), FingerprintStep::Ignored) => r.fingerprint.clone(),
             _ => self.fingerprint.clone(),
         };
         match decide(&fingerprint, Some(&claim.claim), now) {
@@ -142,18 +148,36 @@ impl Handler<'_> {
         }
     }
 
-    /// The broken claim: read, and if nothing was there, own the execution
-    /// whatever the insert then finds.
-    async fn check_then_insert(&self, scope: &Scope, now: idemsim_model::SimTime) -> Result<Claimed, Reply> {
-        match self.store(StoreOp::Read { scope: scope.clone() }).await {
-            Some(StoreReply::Record(Some(_))) => self.claim(scope, now).await,
-            Some(StoreReply::Record(None)) => {
-                let claimed = self.claim(scope, now).await?;
-                let forced_owner = matches!(claimed.claim, Claim::Existing(_));
-                Ok(Claimed { forced_owner, ..claimed })
-            }
-            _ => Err(Reply::unavailable("store unavailable")),
+    /// The broken claims: read, and if nothing was there, own the execution
+    /// whatever the insert then finds. With `lock`, a key lock is held: the
+    /// lock service's (`Some(None)`) around the lookup only, or this
+    /// process's (`Some(Some(server))`) around the lookup and the insert.
+    async fn check_then_insert(
+        &self,
+        scope: &Scope,
+        now: idemsim_model::SimTime,
+        lock: Option<Option<NodeId>>,
+    ) -> Result<Claimed, Reply> {
+        let lock = lock.map(|owner| (owner, scope.clone()));
+        if let Some(lock) = &lock {
+            self.node.sim.lock_key(lock.clone(), self.node.id).await;
         }
+        let read = self.store(StoreOp::Read { scope: scope.clone() }).await;
+        if let Some(lock @ (None, _)) = &lock {
+            self.node.sim.unlock_key(lock);
+        }
+        let claimed = match read {
+            Some(StoreReply::Record(Some(_))) => self.claim(scope, now).await,
+            Some(StoreReply::Record(None)) => self.claim(scope, now).await.map(|claimed| {
+                let forced_owner = matches!(claimed.claim, Claim::Existing(_));
+                Claimed { forced_owner, ..claimed }
+            }),
+            _ => Err(Reply::unavailable("store unavailable")),
+        };
+        if let Some(lock @ (Some(_), _)) = &lock {
+            self.node.sim.unlock_key(lock);
+        }
+        claimed
     }
 
     fn in_flight(&self, claim: &Claim, now: idemsim_model::SimTime) -> Reply {
@@ -175,7 +199,7 @@ impl Handler<'_> {
         recovery_point: Option<RecoveryPoint>,
         now: idemsim_model::SimTime,
     ) -> Option<Reply> {
-        if self.variant() == Variant::TakeoverWithoutBump {
+        if self.steps().takeover == TakeoverStep::KeepAttempt {
             return self.execute(scope, expected, recovery_point).await;
         }
         let op = StoreOp::TakeOver { scope: scope.clone(), expected, now, lease_ms: self.lease_ms() };
@@ -198,9 +222,9 @@ impl Handler<'_> {
         sim.record(self.node.id, Event::ExecutionStarted { by: self.origin(), scope: scope.clone(), attempt });
         if let Err(why) = validate(self.request) {
             let reply = Reply::new(Answer::Invalid, 400, &format!(r#"{{"error":"{why}"}}"#));
-            let op = match self.variant() {
+            let op = match self.steps().validation {
                 // The broken step: the pre-execution error is stored.
-                Variant::ValidationStored => StoreOp::Complete {
+                ValidationStep::Store => StoreOp::Complete {
                     scope: scope.clone(),
                     attempt,
                     completion: idemsim_model::Completion {
@@ -209,7 +233,7 @@ impl Handler<'_> {
                         outbox: vec![],
                     },
                 },
-                _ => StoreOp::Release { scope: scope.clone(), attempt },
+                ValidationStep::Release => StoreOp::Release { scope: scope.clone(), attempt },
             };
             let _ = self.store(op).await;
             return Some(reply);
@@ -222,10 +246,13 @@ impl Handler<'_> {
                 Ok(id) => charge = Some(id),
                 Err(reply) => return Some(reply),
             }
-            self.maybe_crash().await;
         }
+        let mut completion = completion(scope, self.request, charge.as_deref());
+        if let Err(reply) = self.effect_before_commit(scope, attempt, &mut completion).await {
+            return Some(reply);
+        }
+        self.maybe_crash().await;
         self.maybe_pause().await;
-        let completion = completion(scope, self.request, charge.as_deref());
         let response = completion.response.clone();
         let op = StoreOp::Complete { scope: scope.clone(), attempt, completion };
         match self.store(op).await {
@@ -242,7 +269,7 @@ impl Handler<'_> {
 
     /// Recovery point, then the dependency, with the stable downstream key.
     async fn charge(&self, scope: &Scope, attempt: Attempt, resume: Option<RecoveryPoint>) -> Result<String, Reply> {
-        let from_attempt = self.variant() == Variant::DownstreamKeyFromAttempt;
+        let from_attempt = self.steps().downstream_key == DownstreamKeyStep::PerAttempt;
         let downstream_key = match resume.filter(|_| !from_attempt) {
             Some(point) => point.downstream_key,
             None => {
@@ -268,7 +295,36 @@ impl Handler<'_> {
         }
     }
 
-    /// Fault site: crash between the dependency call and the completion.
+    /// The broken steps that act before the completion commits: the local
+    /// effect in its own transaction, and publishing straight from the
+    /// handler. Each takes its part out of the completion.
+    async fn effect_before_commit(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: &mut idemsim_model::Completion,
+    ) -> Result<(), Reply> {
+        let steps = self.steps();
+        if steps.local_effect == LocalEffectStep::OwnTransaction {
+            if let Some(effect) = completion.local_effect.take() {
+                let op = StoreOp::CommitEffect { scope: scope.clone(), attempt, effect };
+                if self.store(op).await.is_none() {
+                    return Err(Reply::unavailable("store unavailable"));
+                }
+            }
+        }
+        if steps.publish == PublishStep::BeforeCommit {
+            for message in std::mem::take(&mut completion.outbox) {
+                let entry = idemsim_model::OutboxEntry { scope: scope.clone(), message };
+                let id = entry.message.id.clone();
+                self.node.sim.record(self.node.id, Event::MessagePublished { id, scope: scope.clone() });
+                let _ = self.node.call(NodeId::Consumer, self.origin(), CallBody::Publish { entry }, 200).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fault site: crash after the effects began and before the completion.
     async fn maybe_crash(&self) {
         let crash =
             self.node.sim.with(|w| w.faults_on && chance(&mut w.server_rng, w.profile.crash_before_complete_permille));
@@ -315,7 +371,7 @@ impl Handler<'_> {
     }
 
     fn lease_ms(&self) -> u64 {
-        self.node.sim.with(|w| w.config.protocol.lease_ms)
+        self.node.sim.with(|w| w.lease_ms())
     }
 }
 

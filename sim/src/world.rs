@@ -93,6 +93,9 @@ pub(crate) struct World {
     pub synced: Option<crate::disk::Synced>,
     /// Store writes since the last sync.
     pub unsynced_ops: u32,
+    /// Key locks of the broken lock-based claims: the lock (a process's,
+    /// or the lock service's when `None`) and the node holding it.
+    pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
 }
 
 /// A cheap, cloneable handle on the world.
@@ -111,6 +114,25 @@ impl Sim {
 
     pub fn lock(&self) -> MutexGuard<'_, World> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes a key lock, waiting in 1 ms steps while another node holds it.
+    pub async fn lock_key(&self, lock: (Option<NodeId>, Scope), holder: NodeId) {
+        loop {
+            let taken = self.with(|w| match w.locks.contains_key(&lock) {
+                true => false,
+                false => w.locks.insert(lock.clone(), holder).is_none(),
+            });
+            if taken {
+                return;
+            }
+            crate::node::sleep_ms(1).await;
+        }
+    }
+
+    /// Releases a key lock.
+    pub fn unlock_key(&self, lock: &(Option<NodeId>, Scope)) {
+        self.with(|w| w.locks.remove(lock));
     }
 
     /// Runs `f` on the world as one atomic step.
@@ -136,6 +158,15 @@ impl World {
         let at = true_now();
         tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&event));
         self.history.push(at, node, event);
+    }
+
+    /// The lease a claim or takeover asks for: `protocol.lease_ms`, or under
+    /// the broken `LeaseStep::None` one that outlasts any run (a century).
+    pub fn lease_ms(&self) -> u64 {
+        match self.config.steps.lease {
+            crate::variant::LeaseStep::Leased => self.config.protocol.lease_ms,
+            crate::variant::LeaseStep::None => 100 * 365 * 86_400_000,
+        }
     }
 
     /// Counts one step against the budget.

@@ -70,7 +70,10 @@ fn stuck_in_progress(history: &History) -> Vec<Violation> {
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::Claimed { scope, locked_until, .. } | Event::TakenOver { scope, locked_until, .. } => {
-                open.insert(scope, (i, *locked_until));
+                // A lease longer than the documented one does not excuse a
+                // stuck record: the protocol promises recovery after it.
+                let documented = entry.at.plus_ms(history.meta.lease_ms);
+                open.insert(scope, (i, (*locked_until).min(documented)));
             }
             Event::CompletionWritten { scope, .. }
             | Event::Released { scope, .. }
@@ -139,6 +142,28 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].events, vec![claim]);
         assert!(v[0].explanation.contains("left in_progress"));
+    }
+
+    #[test]
+    fn a_claim_without_a_lease_is_judged_by_the_documented_lease() {
+        let mut s = Story::new();
+        let endless = SimTime(100 * 365 * 86_400_000);
+        let claim = s.at(
+            NodeId::Db,
+            Event::Claimed {
+                by: by(1, 1),
+                scope: scope(),
+                fingerprint: crate::Fingerprint("f".into()),
+                attempt: Attempt(1),
+                locked_until: endless,
+            },
+        );
+        s.at(NodeId::World, Event::Phase { phase: crate::history::Phase::Heal });
+        s.wait(60_000);
+        s.end();
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![claim]);
     }
 
     #[test]

@@ -91,7 +91,54 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
         }
     }
     out.extend(amplification(history, first.len()));
+    out.extend(synchronised(history));
     out
+}
+
+/// Retries below this many say nothing about jitter.
+const JITTER_SAMPLE_MIN: usize = 10;
+
+/// Full jitter draws each wait uniformly from `[0, bound]`, so a wait lands
+/// exactly on its bound about once in `bound + 1` draws. When most waits do,
+/// the clients are not jittering: clients that failed together retry
+/// together. The violation reports the measured burst, the most retry
+/// sends in one millisecond.
+fn synchronised(history: &History) -> Option<Violation> {
+    let policy = &history.meta.retry;
+    let mut hints: BTreeMap<RequestId, u64> = BTreeMap::new();
+    let (mut jittered, mut on_bound, mut example) = (0usize, 0usize, None);
+    let mut per_ms: BTreeMap<SimTime, usize> = BTreeMap::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::ResponseReceived { req, retry_after_ms: Some(ms), .. } => {
+                hints.insert(*req, *ms);
+            }
+            Event::RetryScheduled { req, wait_ms, .. } => {
+                let bound = policy.backoff_max_ms(req.try_no.0 + 1);
+                if hints.get(req).is_some_and(|hint| *hint >= bound) {
+                    continue; // Retry-After decides this wait, not jitter
+                }
+                jittered += 1;
+                if *wait_ms == bound {
+                    on_bound += 1;
+                    example.get_or_insert(i);
+                }
+            }
+            Event::RequestSent { req, .. } if req.try_no.0 > 1 => *per_ms.entry(entry.at).or_default() += 1,
+            _ => {}
+        }
+    }
+    if jittered < JITTER_SAMPLE_MIN || on_bound * 2 <= jittered {
+        return None;
+    }
+    let burst = per_ms.values().max().copied().unwrap_or(0);
+    Some(Violation::new(
+        Property::RetryDiscipline,
+        example.into_iter().collect(),
+        format!(
+            "{on_bound} of {jittered} backoff waits were exactly the backoff bound: no jitter, so clients that failed together retry together (up to {burst} retries in one millisecond)"
+        ),
+    ))
 }
 
 fn amplification(history: &History, ops: usize) -> Option<Violation> {
@@ -229,6 +276,24 @@ mod tests {
         assert_eq!(v.len(), 2, "{text:?}");
         assert!(text[0].contains("budget"));
         assert!(text[1].contains("deadline"));
+    }
+
+    #[test]
+    fn waits_always_on_the_bound_are_reported_as_missing_jitter() {
+        let run = |jitter: bool| {
+            let mut s = Story::new();
+            for op in 1..=12 {
+                let r = RequestId { op: OpId(op), try_no: crate::ids::Try(1) };
+                s.send(0, r, keyed());
+                let wait = if jitter { u64::from(op) } else { 50 };
+                retry(&mut s, r, wait, RetryCause::Timeout);
+            }
+            check_story(&s)
+        };
+        let v = run(false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("12 of 12 backoff waits"), "{}", v[0].explanation);
+        assert!(run(true).is_empty());
     }
 
     #[test]
