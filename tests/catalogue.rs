@@ -1,18 +1,63 @@
 //! The whole catalogue: every broken variant is caught with its scenario's
-//! expected property within 2000 seeds, and every correct variant is clean
-//! on seeds 0..2000 with the scenario's interleavings reached.
+//! expected property within 2000 seeds and its failure shrinks to a smaller
+//! scenario file that replays to the same property; every correct variant
+//! is clean on seeds 0..2000 with the scenario's interleavings reached.
 
-use idemsim_scenarios::catalogue;
+use idemsim_model::Property;
+use idemsim_scenarios::shrink::{shrink, ShrinkSpec};
 use idemsim_scenarios::sweep::{sweep, SweepSpec};
-use idemsim_scenarios::Expect;
-use idemsim_sim::{run_seed, StoreKind, Variant};
+use idemsim_scenarios::{catalogue, Expect, Scenario};
+use idemsim_sim::{run_seed, ClaimStep, CompletionStep, Steps, StoreKind};
+
+/// The table of the issue: scenario, variant, expected verdict.
+const TABLE: &[(&str, &str, Option<Property>)] = &[
+    ("concurrent-duplicates", "correct", None),
+    ("concurrent-duplicates", "check-then-insert", Some(Property::Fencing)),
+    ("concurrent-duplicates", "lock-around-lookup", Some(Property::Fencing)),
+    ("concurrent-duplicates", "per-process-lock", Some(Property::Fencing)),
+    ("crash-after-effect", "correct", None),
+    ("crash-after-effect", "downstream-key-from-attempt", Some(Property::AtMostOnce)),
+    ("crash-after-effect", "no-lease", Some(Property::Liveness)),
+    ("paused-holder", "correct", None),
+    ("paused-holder", "takeover-without-bump", Some(Property::Fencing)),
+    ("paused-holder", "unfenced-completion", Some(Property::Fencing)),
+    ("local-effect", "correct", None),
+    ("local-effect", "effect-own-transaction", Some(Property::AtMostOnce)),
+    ("fingerprint-mismatch", "correct", None),
+    ("fingerprint-mismatch", "fingerprint-not-compared", Some(Property::StatusRules)),
+    ("validation-retry", "correct", None),
+    ("validation-retry", "validation-stored", Some(Property::StatusRules)),
+    ("tenant-collision", "correct", None),
+    ("tenant-collision", "key-not-scoped", Some(Property::Isolation)),
+    ("expiry-window", "correct", None),
+    ("expiry-window", "sweep-window-short", Some(Property::Expiry)),
+    ("expiry-window", "sweep-deletes-unfinished", Some(Property::Expiry)),
+    ("retry-storm", "correct", None),
+    ("retry-storm", "retry-on-4xx", Some(Property::RetryDiscipline)),
+    ("retry-storm", "new-key-per-retry", Some(Property::RetryDiscipline)),
+    ("retry-storm", "no-jitter", Some(Property::RetryDiscipline)),
+    ("retry-storm", "three-layer-retries", Some(Property::RetryDiscipline)),
+    ("outbox", "correct", None),
+    ("outbox", "publish-before-commit", Some(Property::Outbox)),
+];
+
+#[test]
+fn the_catalogue_holds_exactly_the_table() {
+    for &(name, variant, property) in TABLE {
+        let scenario = catalogue::find(name).unwrap_or_else(|| panic!("no scenario {name}"));
+        let expect = property.map_or(Expect::Clean, Expect::Violates);
+        assert_eq!(scenario.expect.get(variant), Some(&expect), "{name}/{variant}");
+        let broken = scenario.steps_of(variant).unwrap().broken();
+        assert_eq!(broken.len(), usize::from(property.is_some()), "{name}/{variant} must swap exactly one step");
+    }
+}
 
 #[test]
 fn every_correct_variant_is_clean_and_reaches_its_interleavings() {
     for scenario in catalogue::all() {
-        assert_eq!(scenario.expect.get(&Variant::Correct), Some(&Expect::Clean), "{}", scenario.name);
+        assert_eq!(scenario.expect.get("correct"), Some(&Expect::Clean), "{}", scenario.name);
         let spec = SweepSpec {
-            config: scenario.config_for(Variant::Correct),
+            config: scenario.config_for("correct").unwrap(),
             store: StoreKind::Mem,
             seeds: 0..2000,
             jobs: 2,
@@ -22,6 +67,7 @@ fn every_correct_variant_is_clean_and_reaches_its_interleavings() {
         };
         let report = sweep(&spec, &|_| {}).unwrap();
         assert_eq!(report.seeds_failed, 0, "{}: {:?}", scenario.name, report.failures.first());
+        assert!(!scenario.sometimes.is_empty(), "{}: a pass must show its interleavings", scenario.name);
         for name in &scenario.sometimes {
             let seeds = report.coverage_seeds.get(name).copied().unwrap_or(0);
             assert!(seeds > 0, "{}: {name} never happened in 2000 seeds", scenario.name);
@@ -29,21 +75,68 @@ fn every_correct_variant_is_clean_and_reaches_its_interleavings() {
     }
 }
 
+/// The first seed of 0..2000 where `variant` fails, with its property.
+fn first_failure(scenario: &Scenario, variant: &str, property: Property) -> u64 {
+    let config = scenario.config_for(variant).unwrap();
+    let found = (0..2000).map(|seed| run_seed(&config, StoreKind::Mem, seed).unwrap()).find(|o| o.failed());
+    let found = found.unwrap_or_else(|| panic!("{}/{variant} not caught in 2000 seeds", scenario.name));
+    assert!(
+        found.violations.iter().any(|v| v.property == property),
+        "{}/{variant} seed {}: expected {property}, got {:?}",
+        scenario.name,
+        found.seed,
+        found.violations
+    );
+    found.seed
+}
+
 #[test]
-fn every_broken_variant_is_caught_with_its_expected_property() {
+fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
+    let dir = std::env::temp_dir().join(format!("idemsim-shrunk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     for scenario in catalogue::all() {
         for (variant, expect) in &scenario.expect {
             let Expect::Violates(property) = *expect else { continue };
-            let config = scenario.config_for(*variant);
-            let found = (0..2000).map(|seed| run_seed(&config, StoreKind::Mem, seed).unwrap()).find(|o| o.failed());
-            let found = found.unwrap_or_else(|| panic!("{}/{variant} not caught in 2000 seeds", scenario.name));
-            assert!(
-                found.violations.iter().any(|v| v.property == property),
-                "{}/{variant} seed {}: expected {property}, got {:?}",
-                scenario.name,
-                found.seed,
-                found.violations
-            );
+            let seed = first_failure(&scenario, variant, property);
+            let spec = ShrinkSpec {
+                scenario: &scenario,
+                variant,
+                store: StoreKind::Mem,
+                seed,
+                runs_max: 3000,
+                property: Some(property),
+            };
+            let shrunk = shrink(&spec).unwrap();
+            let label = format!("{}/{variant} seed {seed}", scenario.name);
+            assert_eq!(shrunk.property, property, "{label}");
+            let (b, a) = (shrunk.before, shrunk.after);
+            assert!(a.faults + a.operations < b.faults + b.operations, "{label}: {b} -> {a}");
+            assert!(a.events < b.events, "{label}: {b} -> {a}");
+            // The file round-trips and replays to the same property.
+            let path = dir.join(format!("{}-{variant}.json", scenario.name));
+            std::fs::write(&path, serde_json::to_string_pretty(&shrunk.scenario).unwrap()).unwrap();
+            let file = Scenario::from_file(&path).unwrap();
+            let run = file.reproduces.clone().unwrap();
+            let replay = run_seed(&file.config_for(&run.variant).unwrap(), StoreKind::Mem, run.seed).unwrap();
+            assert!(replay.violations.iter().any(|v| v.property == property), "{label}: {:?}", replay.violations);
+            assert_eq!(replay.hash(), shrunk.outcome.hash(), "{label}: the replay is the shrunk run");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A variant written outside the simulator (here, in this crate), with two
+/// broken steps at once, runs through a catalogue scenario.
+#[test]
+fn a_user_variant_runs_through_the_catalogue() {
+    let mut scenario = catalogue::find("paused-holder").unwrap();
+    let mine = Steps { claim: ClaimStep::PerProcessLock, completion: CompletionStep::Unfenced, ..Steps::default() };
+    scenario.add_variant("my-two-bugs", mine, Expect::Violates(Property::Fencing));
+    scenario.check().unwrap();
+    let seed = first_failure(&scenario, "my-two-bugs", Property::Fencing);
+    let json = serde_json::to_string(&scenario).unwrap();
+    assert!(json.contains(r#""my-two-bugs":{"claim":"per-process-lock""#), "{json}");
+    let back: Scenario = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.steps_of("my-two-bugs").unwrap(), mine);
+    assert!(seed < 2000);
 }

@@ -2,7 +2,7 @@
 
 use idemsim_scenarios::cli::{run, EXIT_CLEAN, EXIT_USAGE, EXIT_VIOLATION};
 
-fn idemsim(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn idemsim(args: &[&str]) -> (i32, String, String) {
     let mut argv = vec!["idemsim".to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -60,7 +60,7 @@ fn replay_writes_a_trace_that_reads_back() {
 
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["run", "--seeds", "9..1"], "not a seed range"),
         (&["run", "--seeds", "0..5", "--seed", "3"], "cannot be used with"),
         (&["run", "--variant", "nope"], "unknown variant 'nope'"),
@@ -68,6 +68,10 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         (&["run", "--scenario", "nope"], "unknown scenario 'nope'"),
         (&["run", "--jobs", "0", "--seeds", "0..2"], "--jobs must be"),
         (&["replay", "--seed", "1", "--trace", "/nonexistent-dir/x.jsonl"], "cannot write the trace"),
+        (&["replay", "--scenario", "outbox"], "--seed is required"),
+        (&["shrink", "--scenario", "outbox", "--seed", "0"], "does not fail"),
+        (&["replay", "--seed", "1", "--html", "/nonexistent-dir/t.html"], "cannot write the timeline"),
+        (&["run", "--shrink-out", "x.json"], "--shrink"),
     ];
     for (args, message) in cases {
         let (code, _, err) = idemsim(args);
@@ -187,6 +191,52 @@ fn scenario_files_run_replay_and_explain() {
     assert_eq!(hashes(&from_file), hashes(&built_in));
     let (_, text, _) = idemsim(&["explain", "paused-holder"]);
     assert!(text.contains("unfenced-completion") && text.contains("stale_holder_fenced"), "{text}");
+}
+
+#[test]
+fn run_shrink_writes_a_smaller_file_that_replays_with_its_story() {
+    let dir = std::env::temp_dir().join(format!("idemsim-cli-shrink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("small.toml");
+    let args = ["run", "--scenario", "tenant-collision", "--variant", "key-not-scoped", "--seeds", "0..50", "--shrink"];
+    let (code, out, err) = idemsim(&[&args[..], &["--shrink-out", file.to_str().unwrap()]].concat());
+    assert_eq!(code, EXIT_VIOLATION, "{out}{err}");
+    assert!(out.contains("story of the isolation violation:"), "{out}");
+    assert!(out.contains("shrinking seed") && out.contains("before:") && out.contains("after:"), "{out}");
+    let reproduce = out.lines().rev().find_map(|l| l.strip_prefix("reproduce: ")).unwrap();
+    assert_eq!(reproduce, format!("idemsim replay --file {}", file.display()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("[reproduces]") && text.contains("variant = \"key-not-scoped\""), "TOML: {text}");
+    let (code, replayed, err) = idemsim(&["replay", "--file", file.to_str().unwrap()]);
+    assert_eq!(code, EXIT_VIOLATION, "{err}");
+    assert!(replayed.contains("VIOLATION [isolation]"), "{replayed}");
+    let story: Vec<&str> = replayed
+        .lines()
+        .skip_while(|l| !l.starts_with("story of the isolation"))
+        .take_while(|l| !l.starts_with("FAIL"))
+        .collect();
+    assert!(story.len() > 3 && story.len() < 30, "a short story: {story:?}");
+    assert!(story.iter().any(|l| l.starts_with("  1. at ")), "{story:?}");
+    assert!(story.last().unwrap().contains("this breaks isolation"), "{story:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn toml_scenario_files_run_like_json_ones() {
+    let (code, toml, _) = idemsim(&["explain", "retry-storm", "--toml"]);
+    assert_eq!(code, EXIT_CLEAN);
+    let path = std::env::temp_dir().join(format!("idemsim-explained-{}.toml", std::process::id()));
+    std::fs::write(&path, &toml).unwrap();
+    let args = ["--seeds", "0..4", "--json", "--jobs", "1", "--variant", "no-jitter"];
+    let from_file = idemsim(&[&["run", "--file", path.to_str().unwrap()][..], &args[..]].concat()).1;
+    let built_in = idemsim(&[&["run", "--scenario", "retry-storm"][..], &args[..]].concat()).1;
+    let hashes = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["hashes"].clone();
+    assert_eq!(hashes(&from_file), hashes(&built_in));
+    std::fs::write(&path, toml.replace("[config.topology]", "[config.topology]\nsevers = 2")).unwrap();
+    let (code, _, err) = idemsim(&["run", "--file", path.to_str().unwrap(), "--seeds", "0..2"]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("severs") && err.lines().count() == 1, "{err}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The integration suite: one binary, one module per concern.
 
+mod browser;
 mod catalogue;
 mod cli;
 mod conformance;

@@ -256,7 +256,8 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
                 continue;
             }
             say(&format!("time to first failure: {}/{variant}", scenario.name));
-            detail.insert(format!("{}/{variant}", scenario.name), ttff(&scenario.config_for(*variant), *expect, spec));
+            let config = scenario.config_for(variant)?;
+            detail.insert(format!("{}/{variant}", scenario.name), ttff(&config, *expect, spec));
         }
     }
     let time_to_first_failure = detail.iter().map(|(k, t)| (k.clone(), t.median_ms)).collect();

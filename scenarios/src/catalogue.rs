@@ -1,7 +1,7 @@
 //! The built-in scenarios.
 
 use crate::scenario::{Expect, Scenario};
-use idemsim_model::{Coverage, Property};
+use idemsim_model::Property;
 use idemsim_sim::config::Mix;
 use idemsim_sim::{FaultProfile, FaultSettings, SimConfig, Variant};
 
@@ -15,11 +15,164 @@ pub fn all() -> Vec<Scenario> {
         fingerprint_mismatch(),
         validation_retry(),
         tenant_collision(),
+        local_effect(),
+        expiry_window(),
+        retry_storm(),
+        outbox(),
     ]
 }
 
-fn expect(pairs: &[(Variant, Expect)]) -> std::collections::BTreeMap<Variant, Expect> {
-    pairs.iter().copied().collect()
+fn local_effect() -> Scenario {
+    let mut config = mix(|m| {
+        m.orders = 4;
+        m.charges = 0;
+        m.checkout = 0;
+    });
+    let profile = FaultProfile { crash_before_complete_permille: 300, down_ms_max: 1_000, ..FaultProfile::calm() };
+    config.faults = FaultSettings::Pinned(profile);
+    Scenario {
+        name: "local-effect".into(),
+        lesson: "The effect is a row in the same database: an order. It must commit in the completion's transaction, \
+                 so a crash before the completion leaves neither the row nor the response, the reconciler releases \
+                 the record, and the retry creates the order once. Commit the row in its own transaction first and \
+                 a crash between the two leaves an order with no completion: the retry creates a second one."
+            .into(),
+        config,
+        sometimes: ["crash_mid_execution", "takeover"].map(String::from).to_vec(),
+        expect: expect(&[
+            (Variant::Correct, Expect::Clean),
+            (Variant::EffectOwnTransaction, Expect::Violates(Property::AtMostOnce)),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
+    }
+}
+
+const MINUTE_MS: u64 = 60_000;
+const HOUR_MS: u64 = 60 * MINUTE_MS;
+const DAY_MS: u64 = 24 * HOUR_MS;
+
+fn expiry_window() -> Scenario {
+    let mut config = mix(|m| {
+        m.orders = 2;
+        m.charges = 2;
+        m.checkout = 0;
+    });
+    config.topology.servers = 2;
+    config.topology.clients = 3;
+    config.workload.requests = 20;
+    config.workload.spread_ms = 12 * HOUR_MS;
+    let p = &mut config.protocol;
+    p.retry = idemsim_model::RetryPolicy {
+        base_ms: MINUTE_MS,
+        cap_ms: 4 * HOUR_MS,
+        attempts_max: 10,
+        deadline_ms: 20 * HOUR_MS,
+        timeout_ms: 30_000,
+        budget: idemsim_model::retry::RetryBudget { tokens_max: 50, deposit_milli: 1_000 },
+    };
+    p.reconcile_interval_ms = 5 * MINUTE_MS;
+    p.reconcile_bound_ms = 20 * MINUTE_MS;
+    p.relay_interval_ms = MINUTE_MS;
+    p.sweep_interval_ms = HOUR_MS;
+    p.amplification_max_percent = 1_000;
+    config.faults = FaultSettings::Pinned(FaultProfile {
+        drop_permille: 50,
+        partitions: 3,
+        partition_ms_max: 6 * HOUR_MS,
+        crash_before_complete_permille: 200,
+        down_ms_max: 10 * MINUTE_MS,
+        lose_response_permille: 300,
+        ..FaultProfile::calm()
+    });
+    config.phases.fault_ms = DAY_MS;
+    config.phases.heal_ms = DAY_MS + 6 * HOUR_MS;
+    Scenario {
+        name: "expiry-window".into(),
+        lesson: "Records expire, but not before every retry that could still come has come. Clients here retry for \
+                 up to 20 hours (long partitions, lost responses), the documented window is 24 hours, and the \
+                 sweeper deletes completed records only after it: a retry hours later is replayed, and the record \
+                 goes a day later. Sweep after an hour and a late retry executes again; sweep in_progress records \
+                 whose lease ran out and a crashed execution loses its recovery point."
+            .into(),
+        config,
+        sometimes: ["late_replay", "record_swept", "crash_mid_execution"].map(String::from).to_vec(),
+        expect: expect(&[
+            (Variant::Correct, Expect::Clean),
+            (Variant::SweepWindowShort, Expect::Violates(Property::Expiry)),
+            (Variant::SweepDeletesUnfinished, Expect::Violates(Property::Expiry)),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
+    }
+}
+
+fn retry_storm() -> Scenario {
+    let mut config = mix(|m| {
+        m.orders = 3;
+        m.charges = 3;
+        m.checkout = 0;
+        m.mismatch = 1;
+        m.missing_key = 1;
+    });
+    config.workload.requests = 80;
+    config.workload.spread_ms = 10_000;
+    config.faults = FaultSettings::Scheduled {
+        profile: FaultProfile::calm(),
+        faults: vec![idemsim_sim::plan::TimedFault {
+            at_ms: 3_000,
+            action: idemsim_sim::plan::FaultAction::Crash { node: idemsim_model::NodeId::Db, down_ms: 4_000 },
+        }],
+    };
+    Scenario {
+        name: "retry-storm".into(),
+        lesson: "The database is down for four seconds under steady load. Disciplined clients retry only transient \
+                 failures, with the same key, after a fully jittered backoff, within a retry budget, so the outage \
+                 costs a bounded number of extra sends and the keys make the retries safe. Retry a 4xx, mint a new \
+                 key per retry, drop the jitter (everyone retries at the same instant) or retry at three layers \
+                 (six sends become two hundred) and the retry discipline is broken."
+            .into(),
+        config,
+        sometimes: ["retry_budget_exhausted", "replay"].map(String::from).to_vec(),
+        expect: expect(&[
+            (Variant::Correct, Expect::Clean),
+            (Variant::RetryOn4xx, Expect::Violates(Property::RetryDiscipline)),
+            (Variant::NewKeyPerRetry, Expect::Violates(Property::RetryDiscipline)),
+            (Variant::NoJitter, Expect::Violates(Property::RetryDiscipline)),
+            (Variant::ThreeLayerRetries, Expect::Violates(Property::RetryDiscipline)),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
+    }
+}
+
+fn outbox() -> Scenario {
+    let config = mix(|m| {
+        m.orders = 1;
+        m.charges = 0;
+        m.checkout = 4;
+    });
+    Scenario {
+        name: "outbox".into(),
+        lesson: "A checkout must also tell the warehouse. The message is written to an outbox table in the \
+                 completion's transaction and a relay publishes it afterwards, at least once; the consumer dedups \
+                 by message id, so it is applied exactly once, and never for a checkout that did not commit. \
+                 Publish from the handler before the completion commits and the warehouse hears of checkouts that \
+                 may never exist."
+            .into(),
+        config,
+        sometimes: ["message_redelivered", "crash_between_effect_and_completion"].map(String::from).to_vec(),
+        expect: expect(&[
+            (Variant::Correct, Expect::Clean),
+            (Variant::PublishBeforeCommit, Expect::Violates(Property::Outbox)),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
+    }
+}
+
+fn expect(pairs: &[(Variant, Expect)]) -> std::collections::BTreeMap<String, Expect> {
+    pairs.iter().map(|(v, e)| (v.name().to_string(), *e)).collect()
 }
 
 /// A mix of one kind of keyed operation on top of a few plain creates.
@@ -49,7 +202,11 @@ fn concurrent_duplicates() -> Scenario {
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::CheckThenInsert, Expect::Violates(Property::Fencing)),
+            (Variant::LockAroundLookup, Expect::Violates(Property::Fencing)),
+            (Variant::PerProcessLock, Expect::Violates(Property::Fencing)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -72,7 +229,10 @@ fn crash_after_effect() -> Scenario {
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::DownstreamKeyFromAttempt, Expect::Violates(Property::AtMostOnce)),
+            (Variant::NoLease, Expect::Violates(Property::Liveness)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -94,6 +254,8 @@ fn paused_holder() -> Scenario {
             (Variant::TakeoverWithoutBump, Expect::Violates(Property::Fencing)),
             (Variant::UnfencedCompletion, Expect::Violates(Property::Fencing)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -109,6 +271,8 @@ fn fingerprint_mismatch() -> Scenario {
             (Variant::Correct, Expect::Clean),
             (Variant::FingerprintNotCompared, Expect::Violates(Property::StatusRules)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -125,6 +289,8 @@ fn validation_retry() -> Scenario {
             (Variant::Correct, Expect::Clean),
             (Variant::ValidationStored, Expect::Violates(Property::StatusRules)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -141,6 +307,8 @@ fn tenant_collision() -> Scenario {
             (Variant::Correct, Expect::Clean),
             (Variant::KeyNotScoped, Expect::Violates(Property::Isolation)),
         ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }
 
@@ -161,14 +329,28 @@ fn default() -> Scenario {
                  property; each broken variant swaps one step and is caught."
             .into(),
         config: SimConfig::default(),
-        sometimes: Coverage::default().counters().iter().map(|(name, _)| name.to_string()).collect(),
-        expect: [
+        sometimes: [
+            "takeover",
+            "lease_expired_mid_execute",
+            "stale_holder_fenced",
+            "duplicate_after_completion",
+            "response_lost_after_commit",
+            "crash_between_effect_and_completion",
+            "replay",
+            "mismatch_rejected",
+            "in_flight_rejected",
+            "reconciler_completed",
+            "crash_mid_execution",
+        ]
+        .map(String::from)
+        .to_vec(),
+        expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::CheckThenInsert, Expect::Violates(Property::Fencing)),
             (Variant::TakeoverWithoutBump, Expect::Violates(Property::Fencing)),
             (Variant::UnfencedCompletion, Expect::Violates(Property::Fencing)),
-        ]
-        .into_iter()
-        .collect(),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
     }
 }

@@ -8,7 +8,7 @@ use crate::sweep::{sweep, SweepReport, SweepSpec};
 use crate::target::StoreTarget;
 use crate::{catalogue, report};
 use clap::{Args, Parser, Subcommand};
-use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind, Variant};
+use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind};
 use std::io::Write;
 use std::ops::Range;
 
@@ -37,8 +37,11 @@ struct Cli {
 enum Command {
     /// Sweep seeds and report violations and coverage.
     Run(RunArgs),
-    /// Re-run one seed and print its timeline (or write its trace).
+    /// Re-run one seed and print its timeline and story (or write its trace,
+    /// or an HTML timeline).
     Replay(ReplayArgs),
+    /// Shrink a failing seed to a minimal scenario file.
+    Shrink(ShrinkArgs),
     /// Stress a real store: real tasks, real connections, real concurrency.
     Stress(StressArgs),
     /// The conformance kit plus a stress run against a store, as a verdict table.
@@ -59,8 +62,11 @@ enum Command {
         /// The scenario.
         name: String,
         /// The whole scenario as JSON (a scenario file to start from).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "toml")]
         json: bool,
+        /// The whole scenario as TOML.
+        #[arg(long)]
+        toml: bool,
     },
     /// List the scenarios.
     List {
@@ -75,12 +81,15 @@ struct Target {
     /// Scenario name (see `idemsim list`).
     #[arg(long, default_value = "default", conflicts_with = "file")]
     scenario: String,
-    /// A scenario file instead (JSON; `idemsim explain NAME --json` writes one).
+    /// A scenario file instead (JSON, or TOML if it ends in .toml;
+    /// `idemsim explain NAME --json` writes one).
     #[arg(long)]
     file: Option<std::path::PathBuf>,
-    /// Protocol variant: correct, check-then-insert, takeover-without-bump, unfenced-completion.
-    #[arg(long, default_value = "correct", value_parser = parse_variant)]
-    variant: Variant,
+    /// Protocol variant: `correct` (the default; for a shrunk file, the
+    /// variant it reproduces), or a broken one (`idemsim explain SCENARIO`
+    /// lists them).
+    #[arg(long)]
+    variant: Option<String>,
     /// Store on the database node: mem or sqlite.
     #[arg(long, default_value = "mem", value_parser = parse_store)]
     store: StoreKind,
@@ -109,21 +118,46 @@ struct RunArgs {
     /// One JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Shrink the first failing seed to a minimal scenario file.
+    #[arg(long)]
+    shrink: bool,
+    /// Where --shrink writes the file (default: shrunk-SCENARIO-VARIANT-SEED.json).
+    #[arg(long, requires = "shrink")]
+    shrink_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
 struct ReplayArgs {
     #[command(flatten)]
     target: Target,
-    /// The seed to replay.
+    /// The seed to replay (for a shrunk file, the seed it reproduces).
     #[arg(long)]
-    seed: u64,
+    seed: Option<u64>,
     /// Write the trace as JSON Lines to this file.
     #[arg(long)]
     trace: Option<std::path::PathBuf>,
+    /// Write a self-contained HTML timeline to this file.
+    #[arg(long)]
+    html: Option<std::path::PathBuf>,
     /// One JSON document instead of the timeline.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ShrinkArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The failing seed.
+    #[arg(long)]
+    seed: u64,
+    /// Where to write the minimal scenario (.json or .toml; default:
+    /// shrunk-SCENARIO-VARIANT-SEED.json).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// At most this many candidate runs.
+    #[arg(long, default_value_t = 3000)]
+    runs_max: u32,
 }
 
 #[derive(Args, Debug)]
@@ -218,13 +252,6 @@ fn parse_flaw(s: &str) -> Result<idemsim_store::SqlFlaw, String> {
         .ok_or_else(|| format!("unknown flaw '{s}'; expected check-then-insert or unfenced-completion"))
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-        format!("unknown variant '{s}'; expected one of: {}", names.join(", "))
-    })
-}
-
 fn parse_store(s: &str) -> Result<StoreKind, String> {
     StoreKind::from_name(s).ok_or_else(|| format!("unknown store '{s}'; expected mem or sqlite"))
 }
@@ -253,11 +280,12 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let result = match cli.command {
         Command::Run(args) => cmd_run(args, out, err),
         Command::Replay(args) => cmd_replay(args, out),
+        Command::Shrink(args) => cmd_shrink(args, out),
         Command::Stress(args) => cmd_stress(args, out),
         Command::CheckStore(args) => cmd_check_store(args, out),
         Command::Bench(args) => cmd_bench(args, out, err),
         Command::Merge { files, json } => crate::merge::cmd_merge(&files, json, out),
-        Command::Explain { name, json } => cmd_explain(&name, json, out),
+        Command::Explain { name, json, toml } => cmd_explain(&name, json, toml, out),
         Command::List { json } => cmd_list(json, out),
     };
     match result {
@@ -280,16 +308,29 @@ fn target_scenario(target: &Target) -> Result<Scenario, String> {
     }
 }
 
-fn cmd_explain(name: &str, json: bool, out: &mut dyn Write) -> Result<i32, String> {
+/// The variant a command runs: the flag, else the one a shrunk file
+/// reproduces, else `correct`; checked against the scenario.
+fn variant_of(target: &Target, scenario: &Scenario) -> Result<String, String> {
+    let from_file = scenario.reproduces.as_ref().map(|r| r.variant.clone());
+    let name = target.variant.clone().or(from_file).unwrap_or_else(|| "correct".into());
+    scenario.steps_of(&name)?;
+    Ok(name)
+}
+
+fn cmd_explain(name: &str, json: bool, toml: bool, out: &mut dyn Write) -> Result<i32, String> {
     let s = scenario(name)?;
     let written = if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&s).expect("json"))
+    } else if toml {
+        write!(out, "{}", s.to_toml())
     } else {
         (|| {
             writeln!(out, "{}\n\n{}\n", s.name, s.lesson)?;
             writeln!(out, "variants (expected verdict over seeds 0..2000):")?;
             for (variant, expect) in &s.expect {
-                writeln!(out, "  {:<30} {expect}", variant.name())?;
+                let steps = s.steps_of(variant).map(|st| st.broken().join(", ")).unwrap_or_default();
+                let swapped = if steps.is_empty() { String::new() } else { format!("  (swaps {steps})") };
+                writeln!(out, "  {variant:<30} {expect}{swapped}")?;
             }
             if !s.sometimes.is_empty() {
                 writeln!(out, "interleavings a clean run must show: {}", s.sometimes.join(", "))?;
@@ -298,7 +339,12 @@ fn cmd_explain(name: &str, json: bool, out: &mut dyn Write) -> Result<i32, Strin
             for variant in s.expect.keys() {
                 writeln!(out, "  idemsim run --scenario {} --variant {variant} --seeds 0..200", s.name)?;
             }
-            writeln!(out, "  idemsim replay --scenario {} --variant <variant> --seed <a failing seed>", s.name)?;
+            writeln!(out, "  idemsim run --scenario {} --variant <variant> --seeds 0..200 --shrink", s.name)?;
+            writeln!(
+                out,
+                "  idemsim replay --scenario {} --variant <variant> --seed <a failing seed> --html t.html",
+                s.name
+            )?;
             writeln!(out, "  idemsim explain {} --json > my-scenario.json   # then edit, and run --file", s.name)
         })()
     };
@@ -308,13 +354,14 @@ fn cmd_explain(name: &str, json: bool, out: &mut dyn Write) -> Result<i32, Strin
 
 fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
+    let variant = variant_of(&args.target, &scenario)?;
     let seeds = args.seed.map_or(args.seeds.clone(), |s| s..s.saturating_add(1));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 || jobs > 1024 {
         return Err("--jobs must be between 1 and 1024".into());
     }
     let spec = SweepSpec {
-        config: scenario.config_for(args.target.variant),
+        config: scenario.config_for(&variant)?,
         store: args.target.store,
         seeds: seeds.clone(),
         jobs,
@@ -329,7 +376,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     let report = result.map_err(|e| e.to_string())?;
     let ctx = report::Context {
         scenario: &scenario,
-        variant: args.target.variant,
+        variant: &variant,
         store: args.target.store,
         seeds,
         jobs,
@@ -342,7 +389,75 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         report::sweep_text(&ctx, &report, out).map_err(|e| e.to_string())?;
     }
     let _ = err.flush();
+    if let (true, Some(first)) = (args.shrink, report.failures.first()) {
+        let path = args.shrink_out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, first.seed));
+        let spec = crate::shrink::ShrinkSpec {
+            scenario: &scenario,
+            variant: &variant,
+            store: args.target.store,
+            seed: first.seed,
+            runs_max: 3000,
+            property: expected_property(&scenario, &variant),
+        };
+        let _ = writeln!(out, "\nshrinking seed {}:", first.seed);
+        shrink_and_write(&spec, &path, out)?;
+    }
     Ok(exit_code(&report))
+}
+
+fn expected_property(scenario: &Scenario, variant: &str) -> Option<idemsim_model::Property> {
+    match scenario.expect.get(variant) {
+        Some(crate::Expect::Violates(p)) => Some(*p),
+        _ => None,
+    }
+}
+
+fn default_shrink_path(scenario: &str, variant: &str, seed: u64) -> std::path::PathBuf {
+    format!("shrunk-{scenario}-{variant}-{seed}.json").into()
+}
+
+fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
+    let scenario = target_scenario(&args.target)?;
+    let variant = variant_of(&args.target, &scenario)?;
+    let path = args.out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, args.seed));
+    let spec = crate::shrink::ShrinkSpec {
+        scenario: &scenario,
+        variant: &variant,
+        store: args.target.store,
+        seed: args.seed,
+        runs_max: args.runs_max,
+        property: expected_property(&scenario, &variant),
+    };
+    let _ = writeln!(out, "idemsim shrink: scenario {}, variant {variant}, seed {}", scenario.name, args.seed);
+    shrink_and_write(&spec, &path, out)?;
+    Ok(EXIT_VIOLATION)
+}
+
+/// Shrinks, writes the minimal file, and prints sizes, story and the
+/// command that replays it.
+fn shrink_and_write(
+    spec: &crate::shrink::ShrinkSpec<'_>,
+    path: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let shrunk = crate::shrink::shrink(spec)?;
+    let toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let text = match toml {
+        true => shrunk.scenario.to_toml(),
+        false => format!("{}\n", serde_json::to_string_pretty(&shrunk.scenario).expect("json")),
+    };
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let o = &shrunk.outcome;
+    let story =
+        o.violations.iter().find(|v| v.property == shrunk.property).map(|v| idemsim_sim::story::story(&o.history, v));
+    let _ = writeln!(out, "  property: {}", shrunk.property.name());
+    let _ = writeln!(out, "  before:   {}", shrunk.before);
+    let _ = writeln!(out, "  after:    {}", shrunk.after);
+    let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
+    let _ = writeln!(out, "story:\n{}", story.unwrap_or_default());
+    let _ = writeln!(out, "wrote {}", path.display());
+    let _ = writeln!(out, "reproduce: idemsim replay --file {}", path.display());
+    Ok(())
 }
 
 fn exit_code(report: &SweepReport) -> i32 {
@@ -355,20 +470,30 @@ fn exit_code(report: &SweepReport) -> i32 {
 
 fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
-    let config = scenario.config_for(args.target.variant);
-    let outcome = run_seed(&config, args.target.store, args.seed).map_err(|e| e.to_string())?;
+    let variant = variant_of(&args.target, &scenario)?;
+    let seed = args
+        .seed
+        .or(scenario.reproduces.as_ref().map(|r| r.seed))
+        .ok_or_else(|| "--seed is required (the scenario names no run to reproduce)".to_string())?;
+    let config = scenario.config_for(&variant)?;
+    let outcome = run_seed(&config, args.target.store, seed).map_err(|e| e.to_string())?;
     let ctx = report::Context {
         scenario: &scenario,
-        variant: args.target.variant,
+        variant: &variant,
         store: args.target.store,
-        seeds: args.seed..args.seed + 1,
+        seeds: seed..seed + 1,
         jobs: 1,
         shard: None,
         file: args.target.file.as_deref(),
     };
     if let Some(path) = &args.trace {
-        let text = to_jsonl(args.seed, &scenario.name, args.target.variant.name(), &outcome.history);
+        let text = to_jsonl(seed, &scenario.name, &variant, &outcome.history);
         std::fs::write(path, text).map_err(|e| format!("cannot write the trace to {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        let title = format!("{} / {variant} / seed {seed}", scenario.name);
+        let page = idemsim_sim::html::render(&title, &outcome.history, &outcome.violations);
+        std::fs::write(path, page).map_err(|e| format!("cannot write the timeline to {}: {e}", path.display()))?;
     }
     if args.json {
         report::replay_json(&ctx, &outcome, out).map_err(|e| e.to_string())?;
@@ -382,6 +507,9 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
                 path.display(),
                 trace_hash(&outcome.history)
             );
+        }
+        if let Some(path) = &args.html {
+            let _ = writeln!(out, "timeline: written to {} (open it in a browser)", path.display());
         }
     }
     Ok(if outcome.failed() { EXIT_VIOLATION } else { EXIT_CLEAN })
@@ -496,7 +624,7 @@ fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {
             .iter()
             .map(|s| {
                 let variants: serde_json::Map<String, serde_json::Value> =
-                    s.expect.iter().map(|(v, e)| (v.name().to_string(), e.to_string().into())).collect();
+                    s.expect.iter().map(|(v, e)| (v.clone(), e.to_string().into())).collect();
                 serde_json::json!({ "name": s.name, "lesson": s.lesson, "variants": variants })
             })
             .collect();

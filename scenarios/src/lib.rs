@@ -24,6 +24,7 @@ pub mod cli;
 pub mod merge;
 pub mod report;
 pub mod scenario;
+pub mod shrink;
 pub mod stress;
 pub mod sweep;
 pub mod target;

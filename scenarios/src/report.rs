@@ -3,7 +3,7 @@
 use crate::scenario::Scenario;
 use crate::sweep::SweepReport;
 use idemsim_sim::timeline::describe;
-use idemsim_sim::{trace_hash, RunOutcome, StoreKind, Variant};
+use idemsim_sim::{trace_hash, RunOutcome, StoreKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{self, Write};
 use std::ops::Range;
@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Context<'a> {
     /// The scenario.
     pub scenario: &'a Scenario,
-    /// The variant.
-    pub variant: Variant,
+    /// The variant's name.
+    pub variant: &'a str,
     /// The store.
     pub store: StoreKind,
     /// The seeds.
@@ -40,6 +40,45 @@ impl Context<'_> {
         }
         cmd
     }
+
+    /// The violation whose story to tell: one of the property the scenario
+    /// expects this variant to break, else the first.
+    pub fn story_violation<'v>(
+        &self,
+        violations: &'v [idemsim_model::Violation],
+    ) -> Option<&'v idemsim_model::Violation> {
+        let expected = match self.scenario.expect.get(self.variant) {
+            Some(crate::Expect::Violates(p)) => Some(*p),
+            _ => None,
+        };
+        violations.iter().find(|v| Some(v.property) == expected).or(violations.first())
+    }
+
+    /// The command that shrinks `seed`.
+    pub fn shrink_command(&self, seed: u64) -> String {
+        self.replay_command(seed).replacen("idemsim replay", "idemsim shrink", 1)
+    }
+}
+
+/// A story in a sweep report stops after this many lines.
+const STORY_LINES_MAX: usize = 40;
+
+fn write_story(
+    out: &mut dyn Write,
+    h: &idemsim_model::History,
+    v: &idemsim_model::Violation,
+    max: usize,
+) -> io::Result<()> {
+    let story = idemsim_sim::story::story(h, v);
+    let lines: Vec<&str> = story.lines().collect();
+    writeln!(out, "story of the {} violation:", v.property.name())?;
+    for line in lines.iter().take(max.min(lines.len().saturating_sub(1))) {
+        writeln!(out, "{line}")?;
+    }
+    if lines.len() > max.saturating_add(1) {
+        writeln!(out, "  ... {} more steps (shrink the seed for a shorter story)", lines.len() - max - 1)?;
+    }
+    writeln!(out, "{}", lines.last().unwrap_or(&""))
 }
 
 /// A progress bar on a terminal, a line per tenth elsewhere.
@@ -112,7 +151,8 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     writeln!(out, "  coverage (seeds where it happened, total times):")?;
     for (name, total) in r.coverage_total.counters() {
         let seeds = r.coverage_seeds.get(name).copied().unwrap_or(0);
-        let mark = if seeds == 0 { "  <- never happened" } else { "" };
+        let wanted = ctx.scenario.sometimes.iter().any(|s| s == name);
+        let mark = if seeds == 0 && wanted { "  <- never happened" } else { "" };
         writeln!(out, "    {name:<38} {seeds:>7} {total:>9}{mark}")?;
     }
     if let Some(d) = &r.divergence {
@@ -136,8 +176,8 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     if let Some(e) = &first.error {
         writeln!(out, "  run error: {e}")?;
     }
-    let config = ctx.scenario.config_for(ctx.variant);
-    let replayed = idemsim_sim::run_seed(&config, ctx.store, first.seed).ok();
+    let replayed =
+        ctx.scenario.config_for(ctx.variant).ok().and_then(|c| idemsim_sim::run_seed(&c, ctx.store, first.seed).ok());
     for v in first.violations.iter().take(5) {
         writeln!(out, "  {v}")?;
         let Some(outcome) = &replayed else { continue };
@@ -155,6 +195,10 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     }
     if first.violations.len() > 5 {
         writeln!(out, "  ... and {} more violations in this seed", first.violations.len() - 5)?;
+    }
+    if let (Some(outcome), Some(v)) = (&replayed, ctx.story_violation(&first.violations)) {
+        write_story(out, &outcome.history, v, STORY_LINES_MAX)?;
+        writeln!(out, "shrink it:  {}", ctx.shrink_command(first.seed))?;
     }
     writeln!(out, "reproduce: {}", ctx.replay_command(first.seed))?;
     Ok(())
@@ -181,7 +225,7 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         .collect();
     let doc = serde_json::json!({
         "scenario": ctx.scenario.name,
-        "variant": ctx.variant.name(),
+        "variant": ctx.variant,
         "store": ctx.store.name(),
         "seeds": { "start": ctx.seeds.start, "end": ctx.seeds.end },
         "shard": ctx.shard.map(|(k, n)| format!("{k}/{n}")),
@@ -222,6 +266,9 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
     for v in &o.violations {
         writeln!(out, "VIOLATION {v}")?;
     }
+    if let Some(v) = ctx.story_violation(&o.violations) {
+        write_story(out, &o.history, v, usize::MAX)?;
+    }
     let verdict = if o.failed() { "FAIL" } else { "CLEAN" };
     writeln!(
         out,
@@ -236,7 +283,7 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
 pub fn replay_json(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io::Result<()> {
     let doc = serde_json::json!({
         "scenario": ctx.scenario.name,
-        "variant": ctx.variant.name(),
+        "variant": ctx.variant,
         "store": ctx.store.name(),
         "seed": o.seed,
         "hash": trace_hash(&o.history),

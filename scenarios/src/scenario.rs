@@ -2,7 +2,7 @@
 //! verdict each protocol variant must get.
 
 use idemsim_model::Property;
-use idemsim_sim::{SimConfig, Variant};
+use idemsim_sim::{SimConfig, Steps, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,31 +36,100 @@ pub struct Scenario {
     /// The deployment, workload, faults and protocol settings.
     #[serde(default)]
     pub config: SimConfig,
-    /// The verdict each variant must get.
-    pub expect: BTreeMap<Variant, Expect>,
+    /// The verdict each variant must get, by variant name: a built-in
+    /// variant (see `idemsim_sim::Variant`) or one of `variants`.
+    pub expect: BTreeMap<String, Expect>,
+    /// Variants of this scenario's own, by name: which steps they swap.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants: BTreeMap<String, Steps>,
     /// Coverage counters that must be above zero in a clean sweep of the
     /// correct variant: the interleavings this scenario exists to show.
     #[serde(default)]
     pub sometimes: Vec<String>,
+    /// The failing run this file reproduces (a shrunk scenario says which
+    /// variant and seed): `idemsim replay --file` uses them by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduces: Option<Reproduces>,
+}
+
+/// The run a scenario file reproduces.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reproduces {
+    /// The variant's name.
+    pub variant: String,
+    /// The seed.
+    pub seed: u64,
 }
 
 impl Scenario {
-    /// Reads a scenario file (JSON, as `idemsim explain NAME --json` writes
-    /// it; every config field has a default). Errors name the file and, for
-    /// syntax, the line and column.
+    /// Reads a scenario file: TOML if the name ends in `.toml`, else JSON
+    /// (as `idemsim explain NAME --json` writes it). Every config field has
+    /// a default. Errors name the file and, for syntax, where.
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let scenario: Scenario =
-            serde_json::from_str(&text).map_err(|e| format!("{} is not a valid scenario: {e}", path.display()))?;
-        if scenario.name.trim().is_empty() {
-            return Err(format!("{}: the scenario needs a name", path.display()));
-        }
-        scenario.config.validate().map_err(|e| format!("{}: {e}", path.display()))?;
+        let toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+        let parsed = match toml {
+            true => toml::from_str::<Scenario>(&text).map_err(|e| e.to_string().trim_end().replace('\n', " ")),
+            false => serde_json::from_str::<Scenario>(&text).map_err(|e| e.to_string()),
+        };
+        let scenario = parsed.map_err(|e| format!("{} is not a valid scenario: {e}", path.display()))?;
+        scenario.check().map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(scenario)
     }
 
-    /// The scenario's config running `variant`.
-    pub fn config_for(&self, variant: Variant) -> SimConfig {
-        SimConfig { variant, ..self.config.clone() }
+    /// The scenario as TOML, for a file a person edits.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a scenario always serializes to TOML")
+    }
+
+    /// Checks what parsing cannot: a name, a valid config, and variant
+    /// names that resolve.
+    pub fn check(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("the scenario needs a name".into());
+        }
+        self.config.validate().map_err(|e| e.to_string())?;
+        for name in self.expect.keys().chain(self.reproduces.as_ref().map(|r| &r.variant)) {
+            self.steps_of(name)?;
+        }
+        if let Some(name) = self.variants.keys().find(|n| Variant::from_name(n).is_some()) {
+            return Err(format!("variant '{name}' is built in; give your own variant another name"));
+        }
+        Ok(())
+    }
+
+    /// The steps of the variant called `name`: this scenario's own, or a
+    /// built-in one.
+    pub fn steps_of(&self, name: &str) -> Result<Steps, String> {
+        if let Some(steps) = self.variants.get(name) {
+            return Ok(*steps);
+        }
+        Variant::from_name(name).map(Variant::steps).ok_or_else(|| {
+            let mut names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+            names.extend(self.variants.keys().map(String::as_str));
+            format!("unknown variant '{name}'; expected one of: {}", names.join(", "))
+        })
+    }
+
+    /// The scenario's config running the variant called `name`.
+    pub fn config_for(&self, name: &str) -> Result<SimConfig, String> {
+        Ok(SimConfig { steps: self.steps_of(name)?, ..self.config.clone() })
+    }
+
+    /// Adds a variant of one's own, with the verdict it must get.
+    ///
+    /// ```
+    /// use idemsim_scenarios::{catalogue, Expect};
+    /// use idemsim_sim::{ClaimStep, Steps};
+    /// use idemsim_model::Property;
+    /// let mut s = catalogue::find("concurrent-duplicates").unwrap();
+    /// let racy = Steps { claim: ClaimStep::CheckThenInsert, ..Steps::default() };
+    /// s.add_variant("my-racy-claim", racy, Expect::Violates(Property::Fencing));
+    /// assert_eq!(s.config_for("my-racy-claim").unwrap().steps, racy);
+    /// ```
+    pub fn add_variant(&mut self, name: &str, steps: Steps, expect: Expect) {
+        self.variants.insert(name.to_string(), steps);
+        self.expect.insert(name.to_string(), expect);
     }
 }

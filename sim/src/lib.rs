@@ -38,6 +38,7 @@ mod disk;
 mod downstream;
 pub mod execution;
 mod faults;
+pub mod html;
 mod msg;
 mod net;
 mod node;
@@ -45,6 +46,7 @@ pub mod plan;
 pub mod rng;
 mod run;
 mod server;
+pub mod story;
 pub mod swarm;
 pub mod timeline;
 pub mod trace;
@@ -53,7 +55,10 @@ pub mod workload;
 mod world;
 
 pub use config::{ConfigError, Durability, FaultSettings, SimConfig};
-pub use run::{run_seed, RunError, RunOutcome, StoreKind};
+pub use run::{draws, run_seed, RunError, RunOutcome, StoreKind};
 pub use swarm::FaultProfile;
 pub use trace::{from_jsonl, to_jsonl, trace_hash, TraceError, TraceHeader};
-pub use variant::Variant;
+pub use variant::{
+    ClaimStep, CompletionStep, DownstreamKeyStep, FingerprintStep, LeaseStep, LocalEffectStep, PublishStep, RetryStep,
+    ScopeStep, Steps, SweepStep, TakeoverStep, ValidationStep, Variant,
+};
