@@ -5,7 +5,7 @@
 
 use crate::timeline::describe;
 use idemsim_model::history::{Fault, Origin};
-use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, Violation};
+use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, SimTime, Violation};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -55,17 +55,47 @@ pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
 }
 
 /// The story of `violation`, numbered from 1, with the violating events
-/// marked, ending with the property it breaks.
+/// marked and the leases that ran out on an unfinished execution inserted
+/// where they ran out, ending with the property it breaks.
 pub fn story(history: &History, violation: &Violation) -> String {
     let chosen = story_events(history, violation);
-    let mut out = String::new();
-    for (n, &i) in chosen.iter().enumerate() {
+    let mut lines: Vec<(SimTime, usize, String)> = Vec::new();
+    for &i in &chosen {
         let e = &history.entries[i];
         let mark = if violation.events.contains(&i) { "   <== here" } else { "" };
-        let _ = writeln!(out, "{:>3}. at {:>9}  {}: {}{mark}", n + 1, e.at.to_string(), e.node, describe(&e.event));
+        lines.push((e.at, i, format!("{}: {}{mark}", e.node, describe(&e.event))));
+        if let Some((until, text)) = lease_ran_out(history, i) {
+            if chosen.last().is_some_and(|&last| until <= history.entries[last].at) {
+                let after = history.entries[i..].iter().position(|x| x.at >= until).map_or(usize::MAX, |k| i + k);
+                lines.push((until, after.saturating_sub(1), text));
+            }
+        }
+    }
+    lines.sort_by_key(|(at, i, _)| (*at, *i));
+    let mut out = String::new();
+    for (n, (at, _, text)) in lines.iter().enumerate() {
+        let _ = writeln!(out, "{:>3}. at {:>9}  {text}", n + 1, at.to_string());
     }
     let _ = writeln!(out, "  => this breaks {}: {}", violation.property.name(), violation.explanation);
     out
+}
+
+/// If entry `i` grants a lease that runs out before the same scope is
+/// completed, released or taken over: when, and a line saying so.
+fn lease_ran_out(history: &History, i: usize) -> Option<(SimTime, String)> {
+    let (scope, attempt, until) = match &history.entries[i].event {
+        Event::Claimed { scope, attempt, locked_until, .. } | Event::TakenOver { scope, attempt, locked_until, .. } => {
+            (scope, attempt, *locked_until)
+        }
+        _ => return None,
+    };
+    let finished = history.entries[i + 1..].iter().take_while(|e| e.at < until).any(|e| {
+        matches!(&e.event,
+            Event::CompletionWritten { scope: s, .. } | Event::Released { scope: s, .. } | Event::TakenOver { scope: s, .. }
+            if s == scope)
+    });
+    let text = format!("the lease of {scope} attempt {attempt} runs out, its execution unfinished");
+    (!finished).then_some((until, text))
 }
 
 fn key_of(event: &Event) -> Option<&IdempotencyKey> {
