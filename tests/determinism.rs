@@ -67,3 +67,28 @@ fn the_determinism_check_finds_no_divergence() {
     let report = sweep(&spec, &|_| {}).unwrap();
     assert!(report.divergence.is_none(), "{:?}", report.divergence);
 }
+
+#[test]
+fn seeds_run_in_turn_on_one_thread_match_seeds_run_alone() {
+    // A sweep worker reuses its thread; a seed's run must not depend on the
+    // seeds that ran before it there.
+    let config = SimConfig::default();
+    let spec = SweepSpec {
+        config: config.clone(),
+        store: StoreKind::Mem,
+        seeds: 0..40,
+        jobs: 1,
+        check_determinism: false,
+        record_hashes: true,
+        shard: None,
+    };
+    let report = sweep(&spec, &|_| {}).unwrap();
+    for seed in [0u64, 7, 21, 39] {
+        let alone = run_seed(&config, StoreKind::Mem, seed).unwrap().hash();
+        assert_eq!(report.hashes.get(&seed), Some(&alone), "seed {seed}");
+    }
+    // And the same in reverse order on one thread.
+    let backwards: Vec<String> =
+        (0..40u64).rev().map(|s| idemsim_sim::run_seed_here(&config, StoreKind::Mem, s).unwrap().hash()).collect();
+    assert_eq!(backwards[39 - 7], run_seed(&config, StoreKind::Mem, 7).unwrap().hash());
+}

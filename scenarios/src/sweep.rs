@@ -2,7 +2,7 @@
 //! and the config, never on `jobs` or on which worker ran which seed.
 
 use idemsim_model::{Coverage, Property, Violation};
-use idemsim_sim::{run_seed, ConfigError, RunError, RunOutcome, SimConfig, StoreKind};
+use idemsim_sim::{run_seed, run_seed_here, ConfigError, RunError, RunOutcome, SimConfig, StoreKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -155,22 +155,36 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     let done = AtomicU64::new(0);
     let report = Mutex::new(SweepReport::default());
     let keep_hashes = spec.record_hashes;
+    // Each worker runs seeds in turn on one thread (a thread per seed costs
+    // about a sixth of the time); after a run panics, a fresh thread takes
+    // over, so nothing a panic left behind reaches another seed.
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+        let Some(&seed) = seeds.get(i) else { return };
+        let outcome = run_seed_here(&spec.config, spec.store, seed).expect("validated above");
+        let panicked = matches!(outcome.error, Some(RunError::Panicked(_)));
+        let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
+        let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
+        r.add(&outcome, keep_hashes);
+        if let Some(d) = divergence {
+            if r.divergence.as_ref().is_none_or(|old| d.seed < old.seed) {
+                r.divergence = Some(d);
+            }
+        }
+        drop(r);
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+        if panicked {
+            return;
+        }
+    };
     std::thread::scope(|scope| {
         for _ in 0..spec.jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(&seed) = seeds.get(i) else { return };
-                let outcome = run_seed(&spec.config, spec.store, seed).expect("validated above");
-                let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
-                let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
-                r.add(&outcome, keep_hashes);
-                if let Some(d) = divergence {
-                    if r.divergence.as_ref().is_none_or(|old| d.seed < old.seed) {
-                        r.divergence = Some(d);
-                    }
+            scope.spawn(|| {
+                while (next.load(Ordering::Relaxed) as usize) < seeds.len() {
+                    std::thread::scope(|fresh| {
+                        fresh.spawn(worker);
+                    });
                 }
-                drop(r);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
             });
         }
     });

@@ -55,7 +55,7 @@ pub mod workload;
 mod world;
 
 pub use config::{ConfigError, Durability, FaultSettings, SimConfig};
-pub use run::{draws, run_seed, RunError, RunOutcome, StoreKind};
+pub use run::{draws, run_seed, run_seed_here, RunError, RunOutcome, StoreKind};
 pub use swarm::FaultProfile;
 pub use trace::{from_jsonl, to_jsonl, trace_hash, TraceError, TraceHeader};
 pub use variant::{

@@ -92,16 +92,34 @@ impl RunOutcome {
 /// Runs one seed on a fresh OS thread (so nothing thread-local leaks
 /// between seeds), and judges it.
 pub fn run_seed(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOutcome, ConfigError> {
-    config.validate()?;
-    if matches!(config.durability, Durability::WriteBack { .. }) && store != StoreKind::Mem {
-        return Err(ConfigError("write-back durability needs the mem store (it restores snapshots)".into()));
-    }
+    check(config, store)?;
     let config = Arc::new(config.clone());
     let worker = std::thread::Builder::new()
         .name(format!("seed-{seed}"))
         .spawn(move || run_here(config, store, seed))
         .map_err(|e| ConfigError(format!("cannot start a simulation thread: {e}")))?;
     Ok(worker.join().unwrap_or_else(|panic| panicked(seed, &*panic)))
+}
+
+/// Runs one seed on the calling thread and judges it: [`run_seed`] without
+/// a thread per seed, for a worker that runs many seeds in turn. The
+/// outcome is the same (a test compares trace hashes). A panic is caught
+/// and reported as [`RunError::Panicked`]; after one, the thread should
+/// run no more seeds, since the runtime's thread-local state may be left
+/// behind.
+pub fn run_seed_here(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOutcome, ConfigError> {
+    check(config, store)?;
+    let config = Arc::new(config.clone());
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| run_here(config, store, seed)));
+    Ok(ran.unwrap_or_else(|panic| panicked(seed, &*panic)))
+}
+
+fn check(config: &SimConfig, store: StoreKind) -> Result<(), ConfigError> {
+    config.validate()?;
+    if matches!(config.durability, Durability::WriteBack { .. }) && store != StoreKind::Mem {
+        return Err(ConfigError("write-back durability needs the mem store (it restores snapshots)".into()));
+    }
+    Ok(())
 }
 
 fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
