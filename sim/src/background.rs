@@ -5,6 +5,7 @@ use crate::execution::{attempt_downstream_key, completion, request_from};
 use crate::msg::{CallBody, ReplyBody, StoreOp, StoreReply};
 use crate::node::{sleep_ms, Node};
 use crate::variant::{DownstreamKeyStep, SweepStep};
+use futures::StreamExt;
 use idemsim_model::history::Origin;
 use idemsim_model::{Event, NodeId, Record, RecordState, Scope, Takeover};
 use std::rc::Rc;
@@ -117,12 +118,25 @@ async fn delete_abandoned(node: &Node, now: idemsim_model::SimTime) {
     }
 }
 
-/// Every `relay_interval_ms`: publish committed outbox messages, marking
-/// each published once the consumer acknowledged it.
+/// The relay's message handler: a notification wakes the relay.
+pub(crate) fn handle_relay(node: &Rc<Node>, msg: crate::msg::Msg) {
+    if let crate::msg::Msg::Notify = msg {
+        node.sim.with(|w| w.relay_wake.as_ref().map(|tx| tx.unbounded_send(())));
+    }
+}
+
+/// Publishes committed outbox messages, marking each published once the
+/// consumer acknowledged it: when the database notifies a commit with
+/// messages, and every `relay_interval_ms` in case a notification was lost
+/// or a publish failed.
 pub(crate) async fn relay(node: Rc<Node>) {
     let interval = node.sim.with(|w| w.config.protocol.relay_interval_ms);
+    let (tx, mut wake) = futures::channel::mpsc::unbounded();
+    node.sim.with(|w| w.relay_wake = Some(tx));
     loop {
-        sleep_ms(interval).await;
+        let sleep = Box::pin(sleep_ms(interval));
+        let _ = futures::future::select(sleep, wake.next()).await;
+        while wake.try_recv().is_ok() {}
         let Some(StoreReply::Outbox(pending)) =
             store(&node, Origin::Relay, StoreOp::OutboxPending { limit: BATCH }).await
         else {

@@ -141,7 +141,8 @@ pub struct Protocol {
     /// After faults heal, a stale record must be finished within its lease
     /// plus this (default 10 s).
     pub reconcile_bound_ms: u64,
-    /// How often the outbox relay runs (default 300 ms).
+    /// How often the outbox relay polls without a notification from the
+    /// database (default 3 s); a notification wakes it at once.
     pub relay_interval_ms: u64,
     /// A server gives up on a store call after this (default 300 ms).
     pub store_timeout_ms: u64,
@@ -164,7 +165,7 @@ impl Default for Protocol {
             sweep_interval_ms: 3_600_000,
             reconcile_interval_ms: 500,
             reconcile_bound_ms: 10_000,
-            relay_interval_ms: 300,
+            relay_interval_ms: 3_000,
             store_timeout_ms: 300,
             downstream_timeout_ms: 500,
             work_ms: [5, 50],

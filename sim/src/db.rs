@@ -116,6 +116,9 @@ impl World {
                 for event in Event::completion(by, scope, *attempt, completion) {
                     self.record(db, event);
                 }
+                if !completion.outbox.is_empty() {
+                    self.send(db, NodeId::Relay, crate::msg::Msg::Notify);
+                }
             }
             (StoreOp::Complete { scope, attempt, .. }, StoreReply::Write(WriteOutcome::Fenced)) => {
                 self.record(db, fenced(by, scope, *attempt, WriteKind::Completion));

@@ -21,6 +21,9 @@ pub(crate) enum Msg {
     Call { id: CallId, from: idemsim_model::NodeId, origin: Origin, body: CallBody },
     /// Its reply.
     Reply { id: CallId, body: ReplyBody },
+    /// The database to the relay: a completion with outbox messages
+    /// committed (LISTEN/NOTIFY).
+    Notify,
 }
 
 /// What a call asks for.
@@ -138,7 +141,10 @@ impl Msg {
     /// False for store calls and replies: a database session is a TCP
     /// connection and never delivers a statement twice.
     pub fn may_duplicate(&self) -> bool {
-        !matches!(self, Msg::Call { body: CallBody::Store(_), .. } | Msg::Reply { body: ReplyBody::Store(_), .. })
+        !matches!(
+            self,
+            Msg::Call { body: CallBody::Store(_), .. } | Msg::Reply { body: ReplyBody::Store(_), .. } | Msg::Notify
+        )
     }
 
     /// A few words for drop and duplicate events.
@@ -152,6 +158,7 @@ impl Msg {
             Msg::Reply { body: ReplyBody::Store(_), .. } => "store reply".to_string(),
             Msg::Reply { body: ReplyBody::Charged { .. }, .. } => "charge reply".to_string(),
             Msg::Reply { body: ReplyBody::Ack, .. } => "ack".to_string(),
+            Msg::Notify => "outbox notification".to_string(),
         }
     }
 }

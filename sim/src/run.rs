@@ -222,6 +222,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         synced: None,
         unsynced_ops: 0,
         locks: BTreeMap::new(),
+        relay_wake: None,
     };
     let sim = Sim::new(world);
     let rt =
@@ -344,6 +345,7 @@ async fn play(sim: Sim, id: NodeId, role: Role) {
         Role::Db => db::handle,
         Role::Dependency => downstream::handle_dependency,
         Role::Consumer => downstream::handle_consumer,
+        Role::Relay => background::handle_relay,
         _ => ignore,
     };
     let node = Node::start(sim, id, handler);

@@ -96,6 +96,8 @@ pub(crate) struct World {
     /// Key locks of the broken lock-based claims: the lock (a process's,
     /// or the lock service's when `None`) and the node holding it.
     pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
+    /// Wakes the relay's current incarnation when a notification arrives.
+    pub relay_wake: Option<mpsc::UnboundedSender<()>>,
 }
 
 /// A cheap, cloneable handle on the world.
@@ -225,6 +227,7 @@ impl World {
         self.nodes.clear();
         self.agenda.clear();
         self.agenda_waker = None;
+        self.relay_wake = None;
         self.calls.clear();
         self.call_owners.clear();
         self.responses.clear();
