@@ -101,13 +101,12 @@ impl Coverage {
     pub fn measure(history: &History, index: &Index) -> Coverage {
         let mut tracker = Tracker {
             index,
-            completed: BTreeSet::new(),
             begun: BTreeSet::new(),
             calling: BTreeMap::new(),
             holder: BTreeMap::new(),
             committed_unanswered: BTreeSet::new(),
             executing: BTreeMap::new(),
-            completed_at: BTreeMap::new(),
+            completed: BTreeMap::new(),
         };
         let mut c = Coverage::default();
         for entry in &history.entries {
@@ -120,7 +119,6 @@ impl Coverage {
 
 struct Tracker<'i, 'h> {
     index: &'i Index<'h>,
-    completed: BTreeSet<&'h Scope>,
     /// Executions that began (recovery point or downstream call), not finished.
     begun: BTreeSet<(&'h Scope, Attempt)>,
     /// Executions that called the dependency, by the calling node.
@@ -129,8 +127,8 @@ struct Tracker<'i, 'h> {
     committed_unanswered: BTreeSet<RequestId>,
     /// Unfinished executions started by a request, by scope: the server.
     executing: BTreeMap<&'h Scope, NodeId>,
-    /// When each scope's record completed.
-    completed_at: BTreeMap<&'h Scope, SimTime>,
+    /// The completed records, and when each completed.
+    completed: BTreeMap<&'h Scope, SimTime>,
 }
 
 impl<'i, 'h> Tracker<'i, 'h> {
@@ -159,8 +157,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
             }
             Event::CompletionWritten { scope, attempt, by, .. } => {
                 self.executing.remove(scope);
-                self.completed_at.insert(scope, entry.at);
-                self.completed.insert(scope);
+                self.completed.insert(scope, entry.at);
                 self.begun.remove(&(scope, *attempt));
                 self.calling.remove(&(scope, *attempt));
                 match by {
@@ -174,7 +171,6 @@ impl<'i, 'h> Tracker<'i, 'h> {
             Event::RecordSwept { scope, completed, .. } => {
                 c.record_swept += u64::from(*completed);
                 self.completed.remove(scope);
-                self.completed_at.remove(scope);
             }
             Event::Released { scope, .. } => {
                 self.executing.remove(scope);
@@ -210,13 +206,13 @@ impl<'i, 'h> Tracker<'i, 'h> {
     fn observe_late(&self, c: &mut Coverage, entry: &Entry) {
         let Event::ResponseSent { req, answer: Answer::Replayed, .. } = &entry.event else { return };
         let scope = self.index.request(*req).and_then(|(_, r)| r.scope());
-        let completed = scope.and_then(|s| self.completed_at.get(&s).copied());
+        let completed = scope.and_then(|s| self.completed.get(&s).copied());
         c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= LATE_MS));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {
         let request = self.index.request(req).map(|(_, r)| r);
-        request.and_then(|r| r.scope()).is_some_and(|s| self.completed.contains(&s))
+        request.and_then(|r| r.scope()).is_some_and(|s| self.completed.contains_key(&s))
     }
 }
 

@@ -472,6 +472,26 @@ impl Event {
     }
 }
 
+impl Fault {
+    /// The node a crash, restart, pause, resume, partition, reconnection or
+    /// skew happened to; `None` for message faults and run-wide ones.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            Fault::Crashed { node }
+            | Fault::Restarted { node }
+            | Fault::Paused { node, .. }
+            | Fault::Resumed { node }
+            | Fault::Partitioned { node, .. }
+            | Fault::Reconnected { node }
+            | Fault::ClockSkewed { node, .. } => Some(*node),
+            Fault::Dropped { .. }
+            | Fault::Duplicated { .. }
+            | Fault::PartitionsHealed
+            | Fault::UnsyncedWritesLost { .. } => None,
+        }
+    }
+}
+
 impl Origin {
     /// The request behind this origin, if it is one.
     pub fn request(self) -> Option<RequestId> {

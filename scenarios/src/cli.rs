@@ -397,7 +397,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
             store: args.target.store,
             seed: first.seed,
             runs_max: 3000,
-            property: expected_property(&scenario, &variant),
+            property: scenario.expected_property(&variant),
         };
         let _ = writeln!(out, "\nshrinking seed {}:", first.seed);
         // The sweep's verdict stands whether or not the shrink works.
@@ -406,13 +406,6 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         }
     }
     Ok(exit_code(&report))
-}
-
-fn expected_property(scenario: &Scenario, variant: &str) -> Option<idemsim_model::Property> {
-    match scenario.expect.get(variant) {
-        Some(crate::Expect::Violates(p)) => Some(*p),
-        _ => None,
-    }
 }
 
 fn default_shrink_path(scenario: &str, variant: &str, seed: u64) -> std::path::PathBuf {
@@ -429,7 +422,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
         store: args.target.store,
         seed: args.seed,
         runs_max: args.runs_max,
-        property: expected_property(&scenario, &variant),
+        property: scenario.expected_property(&variant),
     };
     let _ = writeln!(out, "idemsim shrink: scenario {}, variant {variant}, seed {}", scenario.name, args.seed);
     shrink_and_write(&spec, &path, out)?;

@@ -47,10 +47,7 @@ impl Context<'_> {
         &self,
         violations: &'v [idemsim_model::Violation],
     ) -> Option<&'v idemsim_model::Violation> {
-        let expected = match self.scenario.expect.get(self.variant) {
-            Some(crate::Expect::Violates(p)) => Some(*p),
-            _ => None,
-        };
+        let expected = self.scenario.expected_property(self.variant);
         violations.iter().find(|v| Some(v.property) == expected).or(violations.first())
     }
 

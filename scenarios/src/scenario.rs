@@ -112,6 +112,14 @@ impl Scenario {
         })
     }
 
+    /// The property the variant called `name` is expected to break, if any.
+    pub fn expected_property(&self, name: &str) -> Option<Property> {
+        match self.expect.get(name) {
+            Some(Expect::Violates(p)) => Some(*p),
+            Some(Expect::Clean) | None => None,
+        }
+    }
+
     /// The scenario's config running the variant called `name`.
     pub fn config_for(&self, name: &str) -> Result<SimConfig, String> {
         Ok(SimConfig { steps: self.steps_of(name)?, ..self.config.clone() })

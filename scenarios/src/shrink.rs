@@ -267,7 +267,7 @@ impl Shrinker {
             ops.iter_mut().for_each(|o| o.client = rank(o.client));
         }
         if let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults {
-            faults.retain(|f| !matches!(node_of(&f.action), idemsim_model::NodeId::Client(_)));
+            faults.retain(|f| !matches!(f.action.node(), idemsim_model::NodeId::Client(_)));
         }
         self.try_config(config, candidate);
     }
@@ -278,7 +278,7 @@ impl Shrinker {
             let n = candidate.topology.servers - 1;
             candidate.topology.servers = n;
             if let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults {
-                faults.retain(|f| !matches!(node_of(&f.action), idemsim_model::NodeId::Server(s) if s >= n));
+                faults.retain(|f| !matches!(f.action.node(), idemsim_model::NodeId::Server(s) if s >= n));
             }
             if !self.try_config(config, candidate) {
                 return;
@@ -315,15 +315,6 @@ impl Shrinker {
                 return;
             }
         }
-    }
-}
-
-fn node_of(action: &FaultAction) -> idemsim_model::NodeId {
-    match action {
-        FaultAction::Crash { node, .. }
-        | FaultAction::Pause { node, .. }
-        | FaultAction::Partition { node, .. }
-        | FaultAction::Skew { node, .. } => *node,
     }
 }
 
@@ -365,17 +356,17 @@ pub fn ddmin<T: Clone>(mut items: Vec<T>, fails: &mut dyn FnMut(&[T]) -> bool) -
                 break;
             }
         }
-        if reduced {
-            continue;
-        }
-        for start in (0..items.len()).step_by(chunk) {
-            let complement: Vec<T> =
-                items[..start].iter().chain(items[(start + chunk).min(items.len())..].iter()).cloned().collect();
-            if fails(&complement) {
-                items = complement;
-                n = (n - 1).max(2);
-                reduced = true;
-                break;
+        // With two chunks, each complement is the other chunk: tested above.
+        if !reduced && items.len().div_ceil(chunk) > 2 {
+            for start in (0..items.len()).step_by(chunk) {
+                let complement: Vec<T> =
+                    items[..start].iter().chain(items[(start + chunk).min(items.len())..].iter()).cloned().collect();
+                if fails(&complement) {
+                    items = complement;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
             }
         }
         if !reduced {
@@ -384,9 +375,6 @@ pub fn ddmin<T: Clone>(mut items: Vec<T>, fails: &mut dyn FnMut(&[T]) -> bool) -
             }
             n = (2 * n).min(items.len());
         }
-    }
-    if items.len() == 1 && fails(&[]) {
-        items.clear();
     }
     items
 }

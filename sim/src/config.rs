@@ -2,7 +2,7 @@
 //! plus a name and a lesson; every field has a default, so a scenario file
 //! names only what it changes.
 
-use crate::plan::{FaultAction, TimedFault};
+use crate::plan::TimedFault;
 use crate::swarm::FaultProfile;
 use crate::variant::Steps;
 use crate::workload::Operation;
@@ -306,12 +306,7 @@ impl SimConfig {
     }
 
     fn validate_fault(&self, fault: &TimedFault) -> Result<(), ConfigError> {
-        let node = match &fault.action {
-            FaultAction::Crash { node, .. }
-            | FaultAction::Pause { node, .. }
-            | FaultAction::Partition { node, .. }
-            | FaultAction::Skew { node, .. } => *node,
-        };
+        let node = fault.action.node();
         let ok = match node {
             idemsim_model::NodeId::Server(s) => s < self.topology.servers,
             idemsim_model::NodeId::Client(c) => c < self.topology.clients,

@@ -47,6 +47,18 @@ pub enum FaultAction {
     },
 }
 
+impl FaultAction {
+    /// The node the fault hits.
+    pub fn node(&self) -> NodeId {
+        match self {
+            FaultAction::Crash { node, .. }
+            | FaultAction::Pause { node, .. }
+            | FaultAction::Partition { node, .. }
+            | FaultAction::Skew { node, .. } => *node,
+        }
+    }
+}
+
 /// A fault and when it happens (ms into the run).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimedFault {

@@ -140,14 +140,8 @@ fn fault_touches(fault: &Fault, nodes: &BTreeSet<NodeId>, reqs: &[String]) -> bo
         Fault::Dropped { what, .. } | Fault::Duplicated { what, .. } => {
             reqs.iter().any(|r| what.split([' ', ',', '(', ')']).any(|word| word == r))
         }
-        Fault::Crashed { node }
-        | Fault::Restarted { node }
-        | Fault::Paused { node, .. }
-        | Fault::Resumed { node }
-        | Fault::Partitioned { node, .. }
-        | Fault::Reconnected { node }
-        | Fault::ClockSkewed { node, .. } => nodes.contains(node) || *node == NodeId::Db,
         Fault::PartitionsHealed | Fault::UnsyncedWritesLost { .. } => true,
+        _ => fault.node().is_some_and(|node| nodes.contains(&node) || node == NodeId::Db),
     }
 }
 
