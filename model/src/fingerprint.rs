@@ -3,6 +3,7 @@
 use crate::bytes::hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// SHA-256 (hex) of method, path and the canonical body. Two requests with the
@@ -43,6 +44,27 @@ impl Fingerprint {
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.short())
+    }
+}
+
+/// Remembers fingerprints by body, method and path, so a request seen many
+/// times (retries, duplicates, copies on other servers) is hashed once.
+/// The answer is always `Fingerprint::of` of the same three values.
+#[derive(Clone, Debug, Default)]
+pub struct FingerprintMemo {
+    by_body: BTreeMap<Vec<u8>, Vec<(String, String, Fingerprint)>>,
+}
+
+impl FingerprintMemo {
+    /// The fingerprint of a request, computed once per distinct request.
+    pub fn of(&mut self, method: &str, path: &str, body: &[u8]) -> Fingerprint {
+        let known = self.by_body.get(body).and_then(|seen| seen.iter().find(|(m, p, _)| m == method && p == path));
+        if let Some((_, _, fp)) = known {
+            return fp.clone();
+        }
+        let fp = Fingerprint::of(method, path, body);
+        self.by_body.entry(body.to_vec()).or_default().push((method.to_string(), path.to_string(), fp.clone()));
+        fp
     }
 }
 
@@ -127,5 +149,22 @@ mod tests {
         assert_eq!(raw, Fingerprint::of("POST", "/x", b"not json"));
         assert_ne!(Fingerprint::of("POST", "/x", b"1"), Fingerprint::of("POST", "/x", b" 1x"));
         assert_eq!(raw.0.len(), 64);
+    }
+
+    #[test]
+    fn the_memo_answers_what_of_answers() {
+        let mut memo = FingerprintMemo::default();
+        let cases = [
+            ("POST", "/a", &b"{\"x\":1}"[..]),
+            ("PUT", "/a", b"{\"x\":1}"),
+            ("POST", "/b", b"{\"x\":1}"),
+            ("POST", "/a", b"raw"),
+        ];
+        for _ in 0..2 {
+            for (method, path, body) in cases {
+                assert_eq!(memo.of(method, path, body), Fingerprint::of(method, path, body));
+            }
+        }
+        assert_eq!(memo.by_body.len(), 2);
     }
 }

@@ -46,7 +46,7 @@ pub use bytes::{hex, Bytes};
 pub use checker::{check_all, judge, Property, Violation};
 pub use coverage::Coverage;
 pub use decision::{decide, Decision};
-pub use fingerprint::Fingerprint;
+pub use fingerprint::{Fingerprint, FingerprintMemo};
 pub use history::{Answer, Entry, Event, History, Origin, RunMeta};
 pub use ids::{
     Attempt, CallerId, DownstreamKey, IdempotencyKey, MessageId, NodeId, OpId, RequestId, Scope, SimTime, Try,

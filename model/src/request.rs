@@ -31,6 +31,11 @@ impl Request {
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of(&self.method, &self.path, &self.body.0)
     }
+
+    /// The request fingerprint, through a memo.
+    pub fn fingerprint_in(&self, memo: &mut crate::fingerprint::FingerprintMemo) -> Fingerprint {
+        memo.of(&self.method, &self.path, &self.body.0)
+    }
 }
 
 /// A response as stored and replayed: status and body bytes.

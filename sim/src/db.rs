@@ -10,24 +10,32 @@ use futures::FutureExt;
 use idemsim_model::history::{Origin, WriteKind};
 use idemsim_model::{Claim, Event, NodeId, Takeover, WriteOutcome};
 use idemsim_store::{panic_message, IdempotencyStore, StoreError};
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
-/// The database node's message handler.
+/// The database node's message handler. An operation whose store answers
+/// at once (the in-memory and SQLite stores always do) runs inside the
+/// receive loop; one that must wait gets a task of its own.
 pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     let Msg::Call { id, from, origin, body: CallBody::Store(op) } = msg else { return };
-    let node = node.clone();
-    madsim::task::spawn_local(async move {
-        let (store, steps) = node.sim.with(|w| (w.store.clone(), w.config.steps));
-        let reply = match AssertUnwindSafe(execute(&*store, steps, &op)).catch_unwind().await {
-            Ok(reply) => reply,
-            Err(panic) => {
-                StoreReply::Failed(StoreError::Unavailable(format!("store panicked: {}", panic_message(&*panic))))
-            }
-        };
-        node.sim.with(|w| w.record_store(origin, &op, &reply));
-        node.reply(from, id, ReplyBody::Store(reply));
-    });
+    let mut call = Box::pin(run(node.clone(), from, id, origin, op));
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+    if call.as_mut().poll(&mut cx).is_pending() {
+        madsim::task::spawn_local(call);
+    }
+}
+
+async fn run(node: Rc<Node>, from: NodeId, id: crate::msg::CallId, origin: Origin, op: StoreOp) {
+    let (store, steps) = node.sim.with(|w| (w.store.clone(), w.config.steps));
+    let reply = match AssertUnwindSafe(execute(&*store, steps, &op)).catch_unwind().await {
+        Ok(reply) => reply,
+        Err(panic) => {
+            StoreReply::Failed(StoreError::Unavailable(format!("store panicked: {}", panic_message(&*panic))))
+        }
+    };
+    node.sim.with(|w| w.record_store(origin, &op, &reply));
+    node.reply(from, id, ReplyBody::Store(reply));
 }
 
 async fn execute(store: &dyn IdempotencyStore, steps: Steps, op: &StoreOp) -> StoreReply {

@@ -193,7 +193,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
     let world = World {
         config: config.clone(),
         profile,
-        history: History::new(config.run_meta()),
+        history: history_for(&config, ops.len()),
         store,
         net_rng: stream(seed, Stream::Net),
         client_rng: stream(seed, Stream::Clients),
@@ -223,6 +223,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         unsynced_ops: 0,
         locks: BTreeMap::new(),
         relay_wake: None,
+        fingerprints: Default::default(),
     };
     let sim = Sim::new(world);
     let rt =
@@ -247,6 +248,14 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
     }
     (outcome.violations, outcome.coverage) = judge(&outcome.history);
     outcome
+}
+
+/// An empty history with room for a typical run of `ops` operations
+/// (about 16 events each), so recording does not keep regrowing it.
+fn history_for(config: &SimConfig, ops: usize) -> History {
+    let mut history = History::new(config.run_meta());
+    history.entries.reserve(64 + 20 * ops);
+    history
 }
 
 async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut abort: oneshot::Receiver<String>) {

@@ -48,13 +48,13 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     let node = node.clone();
     madsim::task::spawn_local(async move {
         let client = client_of(&node, req);
-        let fingerprint = request.fingerprint();
-        let copy = node.sim.with(|w| {
+        let (copy, fingerprint) = node.sim.with(|w| {
+            let fingerprint = request.fingerprint_in(&mut w.fingerprints);
             let copies = w.received.entry(req).or_insert(0);
             *copies += 1;
             let copy = *copies;
             w.record(node.id, Event::RequestReceived { req, copy, fingerprint: fingerprint.clone() });
-            copy
+            (copy, fingerprint)
         });
         let handler = Handler { node: &node, req, copy, request: &request, fingerprint };
         let Some(reply) = handler.respond().await else { return };

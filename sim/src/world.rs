@@ -98,6 +98,9 @@ pub(crate) struct World {
     pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
     /// Wakes the relay's current incarnation when a notification arrives.
     pub relay_wake: Option<mpsc::UnboundedSender<()>>,
+    /// Fingerprints of the requests servers have received: a pure
+    /// function's memo, shared by all servers only to save the hashing.
+    pub fingerprints: idemsim_model::FingerprintMemo,
 }
 
 /// A cheap, cloneable handle on the world.
