@@ -69,6 +69,16 @@ impl World {
         let Some(mailbox) = node.mailbox.as_ref().filter(|_| node.up) else {
             return self.dropped(from, to, &msg, "receiver down");
         };
+        if !node.paused {
+            // A reply goes straight to its waiting caller, as the receive
+            // loop would hand it on (a paused node's replies wait in its
+            // mailbox with everything else until it resumes).
+            match msg {
+                Msg::Reply { id, body } => return self.answer_call(id, body),
+                Msg::Response { req, .. } => return self.answer_request(to, req, msg),
+                _ => {}
+            }
+        }
         if let Err(refused) = mailbox.unbounded_send(msg) {
             self.dropped(from, to, &refused.into_inner(), "receiver down");
         }

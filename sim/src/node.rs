@@ -42,16 +42,8 @@ impl Node {
     async fn receive(node: Rc<Node>, mut rx: mpsc::UnboundedReceiver<Msg>, handle: Handler) {
         while let Some(msg) = rx.next().await {
             match msg {
-                Msg::Reply { id, body } => {
-                    if let Some(waiter) = node.sim.with(|w| w.calls.remove(&id)) {
-                        let _ = waiter.send(body);
-                    }
-                }
-                Msg::Response { req, .. } => {
-                    if let Some(waiter) = node.sim.with(|w| w.responses.remove(&(node.id, req))) {
-                        let _ = waiter.send(msg);
-                    }
-                }
+                Msg::Reply { id, body } => node.sim.with(|w| w.answer_call(id, body)),
+                Msg::Response { req, .. } => node.sim.with(|w| w.answer_request(node.id, req, msg)),
                 other => handle(&node, other),
             }
         }

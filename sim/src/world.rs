@@ -214,6 +214,20 @@ impl World {
         self.nodes.entry(id).or_default()
     }
 
+    /// Hands a reply to the caller waiting for it, if it still waits.
+    pub fn answer_call(&mut self, id: crate::msg::CallId, body: crate::msg::ReplyBody) {
+        if let Some(waiter) = self.calls.remove(&id) {
+            let _ = waiter.send(body);
+        }
+    }
+
+    /// Hands a response to the client waiting for it, if it still waits.
+    pub fn answer_request(&mut self, client: NodeId, req: idemsim_model::RequestId, response: Msg) {
+        if let Some(waiter) = self.responses.remove(&(client, req)) {
+            let _ = waiter.send(response);
+        }
+    }
+
     /// Forgets what a crashed node was waiting for.
     pub fn forget_waiters(&mut self, node: NodeId) {
         let dead: Vec<_> = self.call_owners.iter().filter(|(_, n)| **n == node).map(|(id, _)| *id).collect();
