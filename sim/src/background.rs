@@ -21,17 +21,27 @@ async fn store(node: &Node, origin: Origin, op: StoreOp) -> Option<StoreReply> {
     }
 }
 
-/// Every `reconcile_interval_ms`: take over stale records and finish them
-/// from their recovery point, or release them when nothing had begun.
+/// Every `reconcile_interval_ms` while there is work, backing off to
+/// `reconcile_idle_max_ms` while there is none: take over stale records and
+/// finish them from their recovery point, or release them when nothing had
+/// begun.
 pub(crate) async fn reconciler(node: Rc<Node>) {
-    let interval = node.sim.with(|w| w.config.protocol.reconcile_interval_ms);
+    let (busy_ms, idle_max_ms) = node.sim.with(|w| {
+        let p = &w.config.protocol;
+        (p.reconcile_interval_ms, p.reconcile_idle_max_ms.max(p.reconcile_interval_ms))
+    });
+    let mut wait_ms = busy_ms;
     loop {
-        sleep_ms(interval).await;
+        sleep_ms(wait_ms).await;
         let now = node.now();
         let Some(StoreReply::Stale(stale)) =
             store(&node, Origin::Reconciler, StoreOp::StaleInProgress { now, limit: BATCH }).await
         else {
             continue;
+        };
+        wait_ms = match stale.is_empty() {
+            true => (wait_ms * 2).min(idle_max_ms),
+            false => busy_ms,
         };
         for (scope, record) in stale {
             resume(&node, scope, record).await;

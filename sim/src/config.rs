@@ -136,8 +136,13 @@ pub struct Protocol {
     pub sweep_window_ms: u64,
     /// How often the sweeper runs (default 1 h).
     pub sweep_interval_ms: u64,
-    /// How often the reconciler scans for stale records (default 500 ms).
+    /// How often the reconciler scans for stale records while it finds
+    /// them (default 500 ms).
     pub reconcile_interval_ms: u64,
+    /// While its scans find nothing, the reconciler waits twice as long
+    /// after each, up to this (default 2 s); a scan that finds a stale
+    /// record brings it back to `reconcile_interval_ms`.
+    pub reconcile_idle_max_ms: u64,
     /// After faults heal, a stale record must be finished within its lease
     /// plus this (default 10 s).
     pub reconcile_bound_ms: u64,
@@ -164,6 +169,7 @@ impl Default for Protocol {
             sweep_window_ms: 86_400_000,
             sweep_interval_ms: 3_600_000,
             reconcile_interval_ms: 500,
+            reconcile_idle_max_ms: 2_000,
             reconcile_bound_ms: 10_000,
             relay_interval_ms: 3_000,
             store_timeout_ms: 300,
