@@ -147,7 +147,14 @@ fn bench_prints_every_figure_as_json() {
     let (code, out, err) = idemsim(&args);
     assert_eq!(code, EXIT_CLEAN, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-    for key in ["seeds_per_sec", "events_per_sec", "sim_to_wall_ratio", "peak_rss_mib"] {
+    for key in [
+        "seeds_per_sec",
+        "events_per_sec",
+        "sim_to_wall_ratio",
+        "expiry_sim_to_wall_ratio",
+        "expiry_ms_per_sim_day",
+        "peak_rss_mib",
+    ] {
         assert!(doc[key].as_f64().unwrap() > 0.0, "{key}: {doc}");
     }
     assert!(doc["jobs_scaling"]["ratio"].as_f64().unwrap() > 0.0);
@@ -157,7 +164,7 @@ fn bench_prints_every_figure_as_json() {
         assert!(ttff[&format!("default/{variant}")].as_f64().unwrap() > 0.0, "{variant}");
         assert_eq!(doc["time_to_first_failure_detail"][format!("default/{variant}")]["found"], 3, "{variant}");
     }
-    assert_eq!(doc["targets"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["targets"].as_array().unwrap().len(), 6);
     assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
     let (code, _, err) = idemsim(&["bench", "--stress-store", "oracle"]);
     assert_eq!(code, EXIT_USAGE, "{err}");

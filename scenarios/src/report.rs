@@ -346,6 +346,11 @@ pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Res
     writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
     writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
     writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
+    writeln!(
+        out,
+        "  expiry-window          {:>12.0}x simulated/wall, {:.1} ms per simulated 24 h",
+        r.expiry_sim_to_wall_ratio, r.expiry_ms_per_sim_day
+    )?;
     let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
     writeln!(out, "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x)", j("jobs_1"), j("jobs_2"), j("ratio"))?;
     writeln!(out, "cost per seed:")?;
