@@ -7,7 +7,7 @@ use crate::scenario::Expect;
 use crate::stress::{stress, StressSpec};
 use crate::sweep::{sweep, SweepSpec};
 use crate::target::StoreTarget;
-use idemsim_sim::{run_seed, SimConfig, StoreKind, Variant};
+use idemsim_sim::{run_seed_here, RunError, SimConfig, StoreKind, Variant};
 use idemsim_store::SqlFlaw;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -141,7 +141,11 @@ fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Point, String>
     let started = Instant::now();
     let mut events = 0u64;
     for seed in 0..seeds {
-        events += run_seed(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?.history.entries.len() as u64;
+        let outcome = run_seed_here(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?;
+        if let Some(RunError::Panicked(why)) = outcome.error {
+            return Err(format!("seed {seed} of {label} panicked: {why}"));
+        }
+        events += outcome.history.entries.len() as u64;
     }
     let us = started.elapsed().as_secs_f64() * 1e6 / seeds as f64;
     let per_seed = events as f64 / seeds as f64;
@@ -167,7 +171,12 @@ fn peak_rss_mib() -> f64 {
 fn first_failure(config: &SimConfig, expect: Expect, start: u64, seeds_max: u64) -> Option<(u64, f64)> {
     let started = Instant::now();
     for i in 0..seeds_max {
-        let outcome = run_seed(config, StoreKind::Mem, start + i).ok()?;
+        // Seeds run in turn on this thread, as a sweep's worker runs them;
+        // after a panic the thread's runtime state cannot be trusted.
+        let outcome = run_seed_here(config, StoreKind::Mem, start + i).ok()?;
+        if matches!(outcome.error, Some(RunError::Panicked(_))) {
+            return None;
+        }
         let hit = match expect {
             Expect::Violates(p) => outcome.violations.iter().any(|v| v.property == p),
             Expect::Clean => false,

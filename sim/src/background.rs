@@ -144,8 +144,7 @@ pub(crate) async fn relay(node: Rc<Node>) {
     let (tx, mut wake) = futures::channel::mpsc::unbounded();
     node.sim.with(|w| w.relay_wake = Some(tx));
     loop {
-        let sleep = Box::pin(sleep_ms(interval));
-        let _ = futures::future::select(sleep, wake.next()).await;
+        let _ = futures::future::select(crate::alarm::Alarm::after_ms(interval), wake.next()).await;
         while wake.try_recv().is_ok() {}
         let Some(StoreReply::Outbox(pending)) =
             store(&node, Origin::Relay, StoreOp::OutboxPending { limit: BATCH }).await

@@ -3,16 +3,18 @@
 //! fault sites inside the server (crash or pause at the worst moment), and
 //! from the heal phase undoing them.
 
+use crate::alarm::Alarm;
 use crate::plan::FaultAction;
 use crate::world::{true_now, Action, Sim, World};
 use futures::future::select;
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
-use std::time::Duration;
 
 /// Runs agenda actions at their times, forever. Woken early by a kick when
 /// something earlier than its current wait is scheduled.
 pub(crate) async fn agenda(sim: Sim) {
+    // The alarm for the earliest entry, kept while that stays the earliest.
+    let mut alarm: Option<(u64, Alarm)> = None;
     loop {
         let now = true_now().0;
         let due = sim.with(|w| match w.agenda.first_key_value() {
@@ -32,8 +34,11 @@ pub(crate) async fn agenda(sim: Sim) {
         }
         match next {
             Some(at) => {
-                let sleep = Box::pin(madsim::time::sleep(Duration::from_millis(at - now)));
-                select(sleep, Kick { sim: &sim }).await;
+                if alarm.as_ref().is_none_or(|(armed_for, _)| *armed_for != at) {
+                    alarm = Some((at, Alarm::after_ms(at - now)));
+                }
+                let (_, wait) = alarm.as_mut().expect("set just above");
+                select(wait, Kick { sim: &sim }).await;
             }
             None => Kick { sim: &sim }.await,
         }

@@ -30,6 +30,7 @@ compile_error!(
      an explicit RUSTFLAGS in your environment overrides that file, so add `--cfg madsim` to it."
 );
 
+mod alarm;
 mod background;
 mod client;
 pub mod config;

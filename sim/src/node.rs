@@ -7,7 +7,6 @@ use futures::StreamExt;
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
 use std::rc::Rc;
-use std::time::Duration;
 
 /// A live incarnation of a node. A crash drops it with all its tasks; a
 /// restart builds a new one, with empty tables.
@@ -59,12 +58,12 @@ impl Node {
             w.next_call
         });
         self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
-        let reply = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
+        let reply = crate::alarm::within(timeout_ms, rx).await;
         self.sim.with(|w| {
             w.calls.remove(&id);
             w.call_owners.remove(&id);
         });
-        reply.ok().and_then(Result::ok)
+        reply.and_then(Result::ok)
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
@@ -72,9 +71,9 @@ impl Node {
         let (tx, rx) = oneshot::channel();
         self.sim.with(|w| w.responses.insert((self.id, req), tx));
         self.sim.send(self.id, to, msg);
-        let response = madsim::time::timeout(Duration::from_millis(timeout_ms), rx).await;
+        let response = crate::alarm::within(timeout_ms, rx).await;
         self.sim.with(|w| w.responses.remove(&(self.id, req)));
-        response.ok().and_then(Result::ok)
+        response.and_then(Result::ok)
     }
 
     /// Answers a call.
@@ -90,5 +89,5 @@ impl Node {
 
 /// Sleeps `ms` of simulated time.
 pub(crate) async fn sleep_ms(ms: u64) {
-    madsim::time::sleep(Duration::from_millis(ms)).await;
+    crate::alarm::Alarm::after_ms(ms).await;
 }
