@@ -280,14 +280,8 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     }
     let time_to_first_failure = detail.iter().map(|(k, t)| (k.clone(), t.median_ms)).collect();
     let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
-    let measured = Measured {
-        seeds: seeds_per_sec,
-        events: events_per_sec,
-        ratio: sim_to_wall_ratio,
-        expiry_ms_per_sim_day,
-        jobs: two / seeds_per_sec,
-    };
-    let targets = targets(&measured, &detail);
+    let jobs = two / seeds_per_sec;
+    let targets = targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, &detail);
     Ok(BenchReport {
         seeds_per_sec,
         events_per_sec,
@@ -335,18 +329,14 @@ fn side_by_side(
     (rows, None)
 }
 
-/// The throughput figures the targets judge.
-#[derive(Clone, Copy)]
-struct Measured {
+fn targets(
     seeds: f64,
     events: f64,
     ratio: f64,
     expiry_ms_per_sim_day: f64,
     jobs: f64,
-}
-
-fn targets(m: &Measured, detail: &BTreeMap<String, Ttff>) -> Vec<Target> {
-    let Measured { seeds, events, ratio, expiry_ms_per_sim_day, jobs } = *m;
+    detail: &BTreeMap<String, Ttff>,
+) -> Vec<Target> {
     let t =
         |name: &str, value: f64, goal: &str, pass: bool| Target { name: name.into(), value, goal: goal.into(), pass };
     let worst_median =

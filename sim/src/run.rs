@@ -250,8 +250,9 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
     outcome
 }
 
-/// An empty history with room for a typical run of `ops` operations
-/// (about 16 events each), so recording does not keep regrowing it.
+/// An empty history with room for a typical run of `ops` operations (a
+/// default run records about 18 events each), so recording does not keep
+/// regrowing it.
 fn history_for(config: &SimConfig, ops: usize) -> History {
     let mut history = History::new(config.run_meta());
     history.entries.reserve(64 + 20 * ops);
