@@ -18,7 +18,7 @@ pub struct SimConfig {
     /// What the clients send.
     pub workload: Workload,
     /// Protocol timings and the retry policy.
-    pub protocol: Protocol,
+    pub protocol: ProtocolSettings,
     /// Which faults are injected.
     pub faults: FaultSettings,
     /// How long each phase lasts.
@@ -36,7 +36,7 @@ impl Default for SimConfig {
         SimConfig {
             topology: Topology::default(),
             workload: Workload::default(),
-            protocol: Protocol::default(),
+            protocol: ProtocolSettings::default(),
             faults: FaultSettings::Swarm,
             phases: Phases::default(),
             budgets: Budgets::default(),
@@ -127,7 +127,7 @@ impl Default for Mix {
 /// Protocol timings, as the servers and clients are configured.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Protocol {
+pub struct ProtocolSettings {
     /// Lease of a claim or takeover (default 1 s).
     pub lease_ms: u64,
     /// The documented retention window (default 24 h).
@@ -159,11 +159,34 @@ pub struct Protocol {
     pub retry: RetryPolicy,
     /// Sends per operation (percent) above which retries are amplified.
     pub amplification_max_percent: u32,
+    /// The `Retry-After` hints servers give.
+    pub retry_after: RetryAfter,
 }
 
-impl Default for Protocol {
-    fn default() -> Protocol {
-        Protocol {
+/// The `Retry-After` hints a server gives with a retryable answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryAfter {
+    /// 409 in flight: the time left on the holder's lease, at least this
+    /// (default 50 ms).
+    pub in_flight_min_ms: u64,
+    /// 409 after a takeover lost the race (default 100 ms).
+    pub takeover_refused_ms: u64,
+    /// 409 after the holder's write was fenced (default 200 ms).
+    pub lease_lost_ms: u64,
+    /// 503 when the store or the dependency did not answer (default 100 ms).
+    pub unavailable_ms: u64,
+}
+
+impl Default for RetryAfter {
+    fn default() -> RetryAfter {
+        RetryAfter { in_flight_min_ms: 50, takeover_refused_ms: 100, lease_lost_ms: 200, unavailable_ms: 100 }
+    }
+}
+
+impl Default for ProtocolSettings {
+    fn default() -> ProtocolSettings {
+        ProtocolSettings {
             lease_ms: 1_000,
             expiry_window_ms: 86_400_000,
             sweep_window_ms: 86_400_000,
@@ -177,6 +200,7 @@ impl Default for Protocol {
             work_ms: [5, 50],
             retry: RetryPolicy::default(),
             amplification_max_percent: 600,
+            retry_after: RetryAfter::default(),
         }
     }
 }

@@ -1,49 +1,52 @@
 //! Storage durability on the database node. With `Synced` every committed
 //! operation survives a crash. With `WriteBack` only the state as of the
 //! last sync does: a crash loses what was acknowledged since, which is how
-//! a store with write-back caching breaks exactly-once.
+//! a store with write-back caching breaks exactly-once. Write-back needs a
+//! store that opts in to [`CrashDurability`](idemsim_store::CrashDurability);
+//! for any other store the fault is left out and the run says so.
 
 use crate::config::Durability;
-use crate::msg::StoreOp;
 use crate::node::{sleep_ms, Node};
 use crate::world::World;
 use idemsim_model::history::Fault;
-use idemsim_model::{Event, NodeId, RefStore, Scope, SimTime};
-use std::collections::BTreeMap;
+use idemsim_model::{Event, NodeId};
 use std::rc::Rc;
-
-/// What the last sync made durable.
-pub(crate) struct Synced {
-    state: RefStore,
-    records: BTreeMap<Scope, (SimTime, bool)>,
-}
 
 impl World {
     /// Counts an operation that changes state, for the lost-writes report.
-    pub(crate) fn note_write(&mut self, op: &StoreOp) {
-        let writes =
-            !matches!(op, StoreOp::Read { .. } | StoreOp::StaleInProgress { .. } | StoreOp::OutboxPending { .. });
-        if writes && self.mem.is_some() {
+    pub(crate) fn note_write(&mut self) {
+        if self.write_back {
             self.unsynced_ops += 1;
         }
     }
 
     /// Makes the current state durable.
     pub(crate) fn sync_storage(&mut self) {
-        if let Some(mem) = &self.mem {
-            self.synced = Some(Synced { state: mem.snapshot(), records: self.records.clone() });
-            self.unsynced_ops = 0;
+        if !self.write_back {
+            return;
+        }
+        let store = self.store.clone();
+        match store.durability().map(|d| d.sync()) {
+            Some(Ok(())) => {
+                self.synced = Some(self.records.clone());
+                self.unsynced_ops = 0;
+            }
+            Some(Err(e)) => self.store_broke(format!("store '{}' failed to sync: {e}", store.name())),
+            None => {}
         }
     }
 
     /// A database crash under write-back caching: back to the last sync.
     pub(crate) fn lose_unsynced_writes(&mut self) {
-        let (Some(mem), Some(synced)) = (&self.mem, &self.synced) else { return };
-        if self.unsynced_ops == 0 {
+        let Some(synced) = self.synced.clone() else { return };
+        if !self.write_back || self.unsynced_ops == 0 {
             return;
         }
-        mem.restore(synced.state.clone());
-        self.records = synced.records.clone();
+        let store = self.store.clone();
+        if let Some(Err(e)) = store.durability().map(|d| d.lose_unsynced()) {
+            return self.store_broke(format!("store '{}' failed to roll back to its last sync: {e}", store.name()));
+        }
+        self.records = synced;
         let count = self.unsynced_ops;
         self.unsynced_ops = 0;
         self.record(NodeId::Db, Event::Fault(Fault::UnsyncedWritesLost { count }));

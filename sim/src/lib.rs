@@ -37,13 +37,14 @@ pub mod config;
 mod db;
 mod disk;
 mod downstream;
-pub mod execution;
+mod env;
 mod faults;
 pub mod html;
 mod msg;
 mod net;
 mod node;
 pub mod plan;
+pub mod protocol;
 pub mod rng;
 mod run;
 mod server;
@@ -55,8 +56,9 @@ pub mod variant;
 pub mod workload;
 mod world;
 
-pub use config::{ConfigError, Durability, FaultSettings, SimConfig};
-pub use run::{draws, run_seed, run_seed_here, RunError, RunOutcome, StoreKind};
+pub use config::{ConfigError, Durability, FaultSettings, ProtocolSettings, RetryAfter, SimConfig};
+pub use protocol::{execution, Protocol};
+pub use run::{draws, run_seed, run_seed_here, RunError, RunOutcome, StoreFactory, StoreKind, Subject};
 pub use swarm::FaultProfile;
 pub use trace::{from_jsonl, to_jsonl, trace_hash, TraceError, TraceHeader};
 pub use variant::{

@@ -1,11 +1,8 @@
 //! What travels over the simulated network.
 
-use idemsim_model::history::{Answer, Origin};
-use idemsim_model::{
-    Attempt, Claim, Completion, DownstreamKey, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint,
-    Request, RequestId, Scope, SimTime, StoredResponse, Takeover, WriteOutcome,
-};
-use idemsim_store::StoreError;
+use crate::protocol::{Reply, StoreOp, StoreReply};
+use idemsim_model::history::Origin;
+use idemsim_model::{Attempt, DownstreamKey, OutboxEntry, Request, RequestId, Scope};
 
 /// Correlates a call with its reply.
 pub(crate) type CallId = u64;
@@ -16,7 +13,7 @@ pub(crate) enum Msg {
     /// Client to server.
     Request { req: RequestId, request: Request },
     /// Server to client.
-    Response { req: RequestId, answer: Answer, response: StoredResponse, retry_after_ms: Option<u64> },
+    Response { req: RequestId, reply: Reply },
     /// A call to the database, the dependency or the consumer.
     Call { id: CallId, from: idemsim_model::NodeId, origin: Origin, body: CallBody },
     /// Its reply.
@@ -42,101 +39,6 @@ pub(crate) enum ReplyBody {
     Ack,
 }
 
-/// One store-trait operation, executed atomically by the database node.
-#[derive(Clone, Debug)]
-pub(crate) enum StoreOp {
-    Claim {
-        scope: Scope,
-        fingerprint: Fingerprint,
-        now: SimTime,
-        lease_ms: u64,
-    },
-    TakeOver {
-        scope: Scope,
-        expected: Attempt,
-        now: SimTime,
-        lease_ms: u64,
-    },
-    WriteRecoveryPoint {
-        scope: Scope,
-        attempt: Attempt,
-        point: RecoveryPoint,
-    },
-    Complete {
-        scope: Scope,
-        attempt: Attempt,
-        completion: Completion,
-    },
-    Release {
-        scope: Scope,
-        attempt: Attempt,
-    },
-    Read {
-        scope: Scope,
-    },
-    Sweep {
-        now: SimTime,
-        window_ms: u64,
-    },
-    StaleInProgress {
-        now: SimTime,
-        limit: usize,
-    },
-    OutboxPending {
-        limit: usize,
-    },
-    MarkPublished {
-        id: MessageId,
-    },
-    /// The broken `LocalEffectStep::OwnTransaction`: the effect row
-    /// inserted in its own transaction, outside the idempotency store.
-    CommitEffect {
-        scope: Scope,
-        attempt: Attempt,
-        effect: LocalEffect,
-    },
-    /// The broken `SweepStep::DeletesUnfinished`: an `in_progress` record
-    /// deleted (a release, so the key reads as absent).
-    DeleteInProgress {
-        scope: Scope,
-        attempt: Attempt,
-    },
-}
-
-/// A store operation's result.
-#[derive(Clone, Debug)]
-pub(crate) enum StoreReply {
-    Claim(Claim),
-    Takeover(Takeover),
-    Write(WriteOutcome),
-    Record(Option<Record>),
-    Scopes(Vec<Scope>),
-    Stale(Vec<(Scope, Record)>),
-    Outbox(Vec<OutboxEntry>),
-    /// `outbox_mark_published` answered (whether the id existed is not used).
-    Marked,
-    Failed(StoreError),
-}
-
-impl StoreOp {
-    pub fn name(&self) -> &'static str {
-        match self {
-            StoreOp::Claim { .. } => "claim",
-            StoreOp::TakeOver { .. } => "take_over",
-            StoreOp::WriteRecoveryPoint { .. } => "write_recovery_point",
-            StoreOp::Complete { .. } => "complete",
-            StoreOp::Release { .. } => "release",
-            StoreOp::Read { .. } => "read",
-            StoreOp::Sweep { .. } => "sweep",
-            StoreOp::StaleInProgress { .. } => "stale_in_progress",
-            StoreOp::OutboxPending { .. } => "outbox_pending",
-            StoreOp::MarkPublished { .. } => "outbox_mark_published",
-            StoreOp::CommitEffect { .. } => "insert_effect_row",
-            StoreOp::DeleteInProgress { .. } => "delete_in_progress",
-        }
-    }
-}
-
 impl Msg {
     /// False for store calls and replies: a database session is a TCP
     /// connection and never delivers a statement twice.
@@ -151,7 +53,7 @@ impl Msg {
     pub fn describe(&self) -> String {
         match self {
             Msg::Request { req, .. } => format!("request {req}"),
-            Msg::Response { req, response, .. } => format!("response {} to {req}", response.status),
+            Msg::Response { req, reply } => format!("response {} to {req}", reply.response.status),
             Msg::Call { body: CallBody::Store(op), .. } => format!("store {}", op.name()),
             Msg::Call { body: CallBody::Charge { downstream_key, .. }, .. } => format!("charge {}", downstream_key.0),
             Msg::Call { body: CallBody::Publish { entry }, .. } => format!("publish {}", entry.message.id.0),

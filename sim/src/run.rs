@@ -4,6 +4,7 @@
 use crate::config::{ConfigError, Durability, FaultSettings, SimConfig};
 use crate::node::Node;
 use crate::plan::TimedFault;
+use crate::protocol::Protocol;
 use crate::rng::{child_seed, stream, Stream};
 use crate::swarm::FaultProfile;
 use crate::workload::Operation;
@@ -13,13 +14,14 @@ use futures::channel::oneshot;
 use futures::future::{select, Either};
 use idemsim_model::history::Phase;
 use idemsim_model::{judge, Coverage, Event, History, NodeId, Violation};
-use idemsim_store::{IdempotencyStore, MemStore, SqliteStore};
+use idemsim_store::{IdempotencyStore, MemStore, SqliteStore, StoreError};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Which store the database node runs.
+/// Which built-in store the database node runs: the command line's
+/// shortcut for a [`Subject`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StoreKind {
     /// `MemStore` (the default).
@@ -44,6 +46,108 @@ impl StoreKind {
     }
 }
 
+/// Opens a fresh, empty store for one run. Called once per seed, on the
+/// seed's thread, before the simulation starts.
+pub type StoreFactory = Arc<dyn Fn() -> Result<Arc<dyn IdempotencyStore>, StoreError> + Send + Sync>;
+
+/// What a run tests: a store (any [`IdempotencyStore`], opened fresh for
+/// each seed) and a protocol (any [`Protocol`]; by default the config's
+/// [`Steps`](crate::Steps)).
+///
+/// ```
+/// use idemsim_sim::{run_seed, SimConfig, Subject};
+/// use idemsim_store::MemStore;
+///
+/// let mine = Subject::store("my-mem", || Ok(MemStore::new()));
+/// let out = run_seed(&SimConfig::default(), &mine, 3).unwrap();
+/// assert!(!out.failed());
+/// ```
+#[derive(Clone)]
+pub struct Subject {
+    store_name: String,
+    open: StoreFactory,
+    protocol: Option<Arc<dyn Protocol>>,
+}
+
+impl Subject {
+    /// A store, opened by `open` for every seed, running the config's steps.
+    pub fn store<S, F>(name: &str, open: F) -> Subject
+    where
+        S: IdempotencyStore + 'static,
+        F: Fn() -> Result<S, StoreError> + Send + Sync + 'static,
+    {
+        let open: StoreFactory = Arc::new(move || open().map(|s| Arc::new(s) as Arc<dyn IdempotencyStore>));
+        Subject { store_name: name.to_string(), open, protocol: None }
+    }
+
+    /// The same store with `protocol` instead of the config's steps.
+    pub fn protocol(mut self, protocol: impl Protocol + 'static) -> Subject {
+        self.protocol = Some(Arc::new(protocol));
+        self
+    }
+
+    /// The same store with a shared protocol.
+    pub fn protocol_arc(mut self, protocol: Arc<dyn Protocol>) -> Subject {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// The store's name, as reports print it.
+    pub fn store_name(&self) -> &str {
+        &self.store_name
+    }
+
+    /// The protocol's name under `config`: the subject's own, or the
+    /// config's steps.
+    pub fn protocol_name(&self, config: &SimConfig) -> String {
+        self.protocol_for(config).name()
+    }
+
+    /// True when the subject brings its own protocol (the config's steps
+    /// are then not used).
+    pub fn has_own_protocol(&self) -> bool {
+        self.protocol.is_some()
+    }
+
+    fn protocol_for(&self, config: &SimConfig) -> Arc<dyn Protocol> {
+        self.protocol.clone().unwrap_or_else(|| Arc::new(config.steps))
+    }
+
+    fn open(&self) -> Result<Arc<dyn IdempotencyStore>, String> {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| (self.open)())) {
+            Ok(Ok(store)) => Ok(store),
+            Ok(Err(e)) => Err(format!("store '{}' could not be opened: {e}", self.store_name)),
+            Err(panic) => Err(format!(
+                "store '{}' panicked while opening: {}",
+                self.store_name,
+                idemsim_store::panic_message(&*panic)
+            )),
+        }
+    }
+}
+
+impl std::fmt::Debug for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let protocol = self.protocol.as_ref().map(|p| p.name());
+        f.debug_struct("Subject").field("store", &self.store_name).field("protocol", &protocol).finish()
+    }
+}
+
+impl From<StoreKind> for Subject {
+    fn from(kind: StoreKind) -> Subject {
+        match kind {
+            StoreKind::Mem => Subject::store("mem", || Ok(MemStore::new())),
+            StoreKind::Sqlite => Subject::store("sqlite", SqliteStore::in_memory),
+        }
+    }
+}
+
+impl From<&Subject> for Subject {
+    fn from(subject: &Subject) -> Subject {
+        subject.clone()
+    }
+}
+
 /// Why a run could not be judged normally.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
@@ -53,8 +157,9 @@ pub enum RunError {
     /// The simulation itself panicked (a bug in idemsim or in a store).
     #[error("the simulation panicked: {0}")]
     Panicked(String),
-    /// The store could not be created.
-    #[error("the store could not be created: {0}")]
+    /// The store under test could not be opened, or broke during the run
+    /// (it panicked, returned corrupt data, or never answered).
+    #[error("{0}")]
     Store(String),
 }
 
@@ -75,6 +180,10 @@ pub struct RunOutcome {
     pub coverage: Coverage,
     /// Why the run was cut short, if it was.
     pub error: Option<RunError>,
+    /// Faults the config asked for that could not be applied to this store
+    /// (for example lost unsynced writes, to a store that does not opt in
+    /// to `CrashDurability`), each with the reason.
+    pub not_applied: Vec<String>,
 }
 
 impl RunOutcome {
@@ -90,13 +199,14 @@ impl RunOutcome {
 }
 
 /// Runs one seed on a fresh OS thread (so nothing thread-local leaks
-/// between seeds), and judges it.
-pub fn run_seed(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOutcome, ConfigError> {
-    check(config, store)?;
-    let config = Arc::new(config.clone());
+/// between seeds), and judges it. `subject` is a [`StoreKind`] or a
+/// [`Subject`] (a store of one's own, and optionally a protocol).
+pub fn run_seed(config: &SimConfig, subject: impl Into<Subject>, seed: u64) -> Result<RunOutcome, ConfigError> {
+    config.validate()?;
+    let (config, subject) = (Arc::new(config.clone()), subject.into());
     let worker = std::thread::Builder::new()
         .name(format!("seed-{seed}"))
-        .spawn(move || run_here(config, store, seed))
+        .spawn(move || run_here(config, &subject, seed))
         .map_err(|e| ConfigError(format!("cannot start a simulation thread: {e}")))?;
     Ok(worker.join().unwrap_or_else(|panic| panicked(seed, &*panic)))
 }
@@ -107,19 +217,11 @@ pub fn run_seed(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOu
 /// and reported as [`RunError::Panicked`]; after one, the thread should
 /// run no more seeds, since the runtime's thread-local state may be left
 /// behind.
-pub fn run_seed_here(config: &SimConfig, store: StoreKind, seed: u64) -> Result<RunOutcome, ConfigError> {
-    check(config, store)?;
-    let config = Arc::new(config.clone());
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| run_here(config, store, seed)));
-    Ok(ran.unwrap_or_else(|panic| panicked(seed, &*panic)))
-}
-
-fn check(config: &SimConfig, store: StoreKind) -> Result<(), ConfigError> {
+pub fn run_seed_here(config: &SimConfig, subject: impl Into<Subject>, seed: u64) -> Result<RunOutcome, ConfigError> {
     config.validate()?;
-    if matches!(config.durability, Durability::WriteBack { .. }) && store != StoreKind::Mem {
-        return Err(ConfigError("write-back durability needs the mem store (it restores snapshots)".into()));
-    }
-    Ok(())
+    let (config, subject) = (Arc::new(config.clone()), subject.into());
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| run_here(config, &subject, seed)));
+    Ok(ran.unwrap_or_else(|panic| panicked(seed, &*panic)))
 }
 
 fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
@@ -131,6 +233,7 @@ fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
         violations: Vec::new(),
         coverage: Coverage::default(),
         error: Some(RunError::Panicked(idemsim_store::panic_message(panic))),
+        not_applied: Vec::new(),
     }
 }
 
@@ -163,7 +266,7 @@ pub fn draws(config: &SimConfig, seed: u64) -> (FaultProfile, Vec<TimedFault>, V
     (profile, plan, ops)
 }
 
-fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
+fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome {
     let (profile, plan, ops) = draws(&config, seed);
     let mut outcome = RunOutcome {
         seed,
@@ -173,21 +276,23 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         violations: Vec::new(),
         coverage: Coverage::default(),
         error: None,
+        not_applied: Vec::new(),
     };
-    let (store, mem): (Arc<dyn IdempotencyStore>, Option<Arc<MemStore>>) = match kind {
-        StoreKind::Mem => {
-            let mem = Arc::new(MemStore::new());
-            let write_back = matches!(config.durability, Durability::WriteBack { .. });
-            (mem.clone(), write_back.then_some(mem))
+    let store = match subject.open() {
+        Ok(store) => store,
+        Err(why) => {
+            outcome.error = Some(RunError::Store(why));
+            return outcome;
         }
-        StoreKind::Sqlite => match SqliteStore::in_memory() {
-            Ok(s) => (Arc::new(s), None),
-            Err(e) => {
-                outcome.error = Some(RunError::Store(e.to_string()));
-                return outcome;
-            }
-        },
     };
+    let asks_write_back = matches!(config.durability, Durability::WriteBack { .. });
+    let write_back = asks_write_back && store.durability().is_some();
+    if asks_write_back && !write_back {
+        outcome.not_applied.push(format!(
+            "lost unsynced writes: store '{}' does not opt in to CrashDurability (IdempotencyStore::durability)",
+            subject.store_name()
+        ));
+    }
     let (abort_tx, abort_rx) = oneshot::channel();
     let op_clients = ops.iter().map(|o| (o.op, o.client)).collect();
     let world = World {
@@ -195,6 +300,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         profile,
         history: history_for(&config, ops.len()),
         store,
+        protocol: subject.protocol_for(&config),
         net_rng: stream(seed, Stream::Net),
         client_rng: stream(seed, Stream::Clients),
         server_rng: stream(seed, Stream::Servers),
@@ -218,7 +324,7 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         call_owners: BTreeMap::new(),
         responses: BTreeMap::new(),
         op_clients,
-        mem,
+        write_back,
         synced: None,
         unsynced_ops: 0,
         locks: BTreeMap::new(),
@@ -242,8 +348,8 @@ fn run_here(config: Arc<SimConfig>, kind: StoreKind, seed: u64) -> RunOutcome {
         outcome.error = panicked(seed, &*panic).error;
         return outcome;
     }
-    if let Some(why) = aborted {
-        outcome.error = Some(RunError::Livelock(why));
+    if let Some(error) = aborted {
+        outcome.error = Some(error);
         return outcome;
     }
     (outcome.violations, outcome.coverage) = judge(&outcome.history);

@@ -172,11 +172,7 @@ impl Operation {
     }
 }
 
-/// The `amount` of a JSON body, if there is one.
-pub fn amount_of(request: &Request) -> Option<i64> {
-    let v: serde_json::Value = serde_json::from_slice(&request.body.0).ok()?;
-    v.get("amount")?.as_i64()
-}
+pub use crate::protocol::execution::amount_of;
 
 #[cfg(test)]
 mod tests {

@@ -68,7 +68,10 @@ pub(crate) struct World {
     pub next_call: u64,
     pub steps: u64,
     pub abort: Option<oneshot::Sender<String>>,
-    pub aborted: Option<String>,
+    /// Why the run was cut short, once it was.
+    pub aborted: Option<crate::RunError>,
+    /// The protocol servers, clients and jobs run.
+    pub protocol: Arc<dyn crate::protocol::Protocol>,
     /// Creation time (true time) and completion of each live record, so a
     /// sweep can be recorded with the facts the expiry checker needs.
     pub records: BTreeMap<Scope, (SimTime, bool)>,
@@ -87,10 +90,10 @@ pub(crate) struct World {
     pub received: BTreeMap<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
     pub op_clients: BTreeMap<idemsim_model::OpId, u32>,
-    /// The store as a `MemStore`, under write-back durability.
-    pub mem: Option<Arc<idemsim_store::MemStore>>,
-    /// The last synced state, under write-back durability.
-    pub synced: Option<crate::disk::Synced>,
+    /// Write-back durability is on and the store opted in to it.
+    pub write_back: bool,
+    /// The world's view of the records as of the last sync.
+    pub synced: Option<BTreeMap<Scope, (SimTime, bool)>>,
     /// Store writes since the last sync.
     pub unsynced_ops: u32,
     /// Key locks of the broken lock-based claims: the lock (a process's,
@@ -165,25 +168,35 @@ impl World {
         self.history.push(at, node, event);
     }
 
-    /// The lease a claim or takeover asks for: `protocol.lease_ms`, or under
-    /// the broken `LeaseStep::None` one that outlasts any run (a century).
-    pub fn lease_ms(&self) -> u64 {
-        match self.config.steps.lease {
-            crate::variant::LeaseStep::Leased => self.config.protocol.lease_ms,
-            crate::variant::LeaseStep::None => 100 * 365 * 86_400_000,
-        }
-    }
-
     /// Counts one step against the budget.
     pub fn step(&mut self) {
         self.steps += 1;
         if self.steps > self.config.budgets.steps_max && self.aborted.is_none() {
             let why = format!("step budget of {} exceeded (a livelock?)", self.config.budgets.steps_max);
-            self.aborted = Some(why.clone());
-            if let Some(abort) = self.abort.take() {
-                let _ = abort.send(why);
-            }
+            self.abort_run(crate::RunError::Livelock(why));
         }
+    }
+
+    /// The store under test broke (it panicked, returned corrupt data or
+    /// never answered): the run stops and fails with `why`.
+    pub fn store_broke(&mut self, why: String) {
+        if self.aborted.is_none() {
+            self.abort_run(crate::RunError::Store(why));
+        }
+    }
+
+    fn abort_run(&mut self, error: crate::RunError) {
+        let why = error.to_string();
+        self.aborted = Some(error);
+        if let Some(abort) = self.abort.take() {
+            let _ = abort.send(why);
+        }
+    }
+
+    /// A client's retry budget.
+    pub fn bucket(&mut self, client: u32) -> &mut TokenBucket {
+        let budget = &self.config.protocol.retry.budget;
+        self.buckets.entry(client).or_insert_with(|| TokenBucket::new(budget))
     }
 
     pub fn node_time(&self, node: NodeId, now: SimTime) -> SimTime {

@@ -23,6 +23,7 @@
 //! ```
 
 pub mod conformance;
+mod durability;
 mod error;
 mod flaw;
 mod mem;
@@ -35,6 +36,7 @@ mod sql;
 mod sqlite;
 mod store;
 
+pub use durability::CrashDurability;
 pub use error::StoreError;
 pub use flaw::SqlFlaw;
 pub use mem::MemStore;

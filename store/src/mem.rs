@@ -1,6 +1,6 @@
 //! `MemStore`: the reference store behind the store trait.
 
-use crate::{IdempotencyStore, StoreError};
+use crate::{CrashDurability, IdempotencyStore, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, RefStore,
@@ -9,12 +9,13 @@ use idemsim_model::{
 use std::sync::{Mutex, MutexGuard};
 
 /// An in-memory store: the model's [`RefStore`] behind a mutex, so every
-/// operation is atomic. It is the default store of simulations, and it can
-/// [`snapshot`](MemStore::snapshot) and [`restore`](MemStore::restore) its
-/// whole state, which the simulator uses to model lost unsynced writes.
+/// operation is atomic. It is the default store of simulations, and it
+/// opts in to [`CrashDurability`]: a sync keeps a copy of the whole state,
+/// and a crash goes back to it.
 #[derive(Debug, Default)]
 pub struct MemStore {
     state: Mutex<RefStore>,
+    synced: Mutex<RefStore>,
 }
 
 impl MemStore {
@@ -40,10 +41,28 @@ impl MemStore {
     }
 }
 
+impl CrashDurability for MemStore {
+    fn sync(&self) -> Result<(), StoreError> {
+        let now = self.snapshot();
+        *self.synced.lock().unwrap_or_else(|p| p.into_inner()) = now;
+        Ok(())
+    }
+
+    fn lose_unsynced(&self) -> Result<(), StoreError> {
+        let synced = self.synced.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.restore(synced);
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl IdempotencyStore for MemStore {
     fn name(&self) -> &str {
         "mem"
+    }
+
+    fn durability(&self) -> Option<&dyn CrashDurability> {
+        Some(self)
     }
 
     async fn claim(&self, scope: &Scope, fp: &Fingerprint, now: SimTime, lease_ms: u64) -> Result<Claim, StoreError> {

@@ -1,7 +1,7 @@
 //! `SqliteStore`: the protocol in SQL, on an embedded SQLite database.
 
 use crate::sql::{attempt_of, limit_of, ms, RecordRow, RECORD_COLUMNS};
-use crate::{IdempotencyStore, StoreError};
+use crate::{CrashDurability, IdempotencyStore, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Bytes, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, LocalEffect, MessageId, OutboxEntry,
@@ -60,10 +60,42 @@ impl SqliteStore {
     }
 }
 
+/// The tables a sync copies and a crash restores.
+const TABLES: [&str; 3] = ["idem_records", "idem_effects", "idem_outbox"];
+
+/// A sync copies every table into a `synced_` twin in one transaction; a
+/// crash empties the tables and copies the twins back.
+impl CrashDurability for SqliteStore {
+    fn sync(&self) -> Result<(), StoreError> {
+        let copy: String = TABLES
+            .iter()
+            .map(|t| format!("DROP TABLE IF EXISTS synced_{t}; CREATE TABLE synced_{t} AS SELECT * FROM {t};"))
+            .collect();
+        self.lock().execute_batch(&format!("BEGIN; {copy} COMMIT;")).map_err(map_err)
+    }
+
+    fn lose_unsynced(&self) -> Result<(), StoreError> {
+        let restore: String = TABLES
+            .iter()
+            .map(|t| {
+                format!(
+                    "CREATE TABLE IF NOT EXISTS synced_{t} AS SELECT * FROM {t} WHERE 0; \
+                     DELETE FROM {t}; INSERT INTO {t} SELECT * FROM synced_{t};"
+                )
+            })
+            .collect();
+        self.lock().execute_batch(&format!("BEGIN; {restore} COMMIT;")).map_err(map_err)
+    }
+}
+
 #[async_trait]
 impl IdempotencyStore for SqliteStore {
     fn name(&self) -> &str {
         "sqlite"
+    }
+
+    fn durability(&self) -> Option<&dyn CrashDurability> {
+        Some(self)
     }
 
     async fn claim(&self, scope: &Scope, fp: &Fingerprint, now: SimTime, lease_ms: u64) -> Result<Claim, StoreError> {

@@ -1,6 +1,6 @@
 //! The `IdempotencyStore` trait.
 
-use crate::StoreError;
+use crate::{CrashDurability, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
@@ -85,6 +85,13 @@ pub trait IdempotencyStore: Send + Sync {
 
     /// Marks a message published; `false` if there is no such message.
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError>;
+
+    /// The store's crash semantics, if it opts in to losing unsynced
+    /// writes (see [`CrashDurability`]). The default, `None`, tells the
+    /// simulator to leave that fault out, and to say so.
+    fn durability(&self) -> Option<&dyn CrashDurability> {
+        None
+    }
 }
 
 /// A shared store is a store (so `Arc<dyn IdempotencyStore>` can be checked).
@@ -125,5 +132,8 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for std::sync::Arc<T> {
     }
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
         (**self).outbox_mark_published(id).await
+    }
+    fn durability(&self) -> Option<&dyn CrashDurability> {
+        (**self).durability()
     }
 }

@@ -2,9 +2,14 @@
 //! granted for that key, and every takeover grants a strictly larger attempt
 //! (otherwise two holders share one fencing token). No two executions start
 //! holding the same attempt of one record.
+//!
+//! A write is judged by the attempt its writer holds (the one its
+//! execution started with), not only by the attempt the write names: a
+//! completion that ignores its attempt ("unfenced") lands under the new
+//! holder's attempt, and is still a stale holder's write.
 
 use super::{Property, Violation};
-use crate::history::{Event, History};
+use crate::history::{Event, History, Origin};
 use crate::ids::{Attempt, Scope};
 use std::collections::BTreeMap;
 
@@ -12,6 +17,8 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
     // Per scope: the highest attempt granted in the record's current lifetime.
     let mut granted: BTreeMap<&Scope, (Attempt, usize)> = BTreeMap::new();
     let mut started: BTreeMap<(&Scope, Attempt), usize> = BTreeMap::new();
+    // The attempt each writer's execution of a record started with.
+    let mut held: BTreeMap<(&Origin, &Scope), Attempt> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -31,7 +38,8 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                 let top = granted.get(scope).map_or(*attempt, |&(max, _)| max.max(*attempt));
                 granted.insert(scope, (top, i));
             }
-            Event::ExecutionStarted { scope, attempt, .. } => {
+            Event::ExecutionStarted { by, scope, attempt } => {
+                held.insert((by, scope), *attempt);
                 if let Some(first) = started.insert((scope, *attempt), i) {
                     out.push(Violation::new(
                         Property::Fencing,
@@ -40,17 +48,17 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                     ));
                 }
             }
-            Event::RecoveryPointWritten { scope, attempt, .. } => {
-                stale(&granted, scope, *attempt, i, "recovery point", &mut out)
+            Event::RecoveryPointWritten { by, scope, attempt, .. } => {
+                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "recovery point", &mut out)
             }
-            Event::LocalEffectCommitted { scope, attempt, .. } => {
-                stale(&granted, scope, *attempt, i, "local effect", &mut out)
+            Event::LocalEffectCommitted { by, scope, attempt, .. } => {
+                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "local effect", &mut out)
             }
-            Event::CompletionWritten { scope, attempt, .. } => {
-                stale(&granted, scope, *attempt, i, "completion", &mut out)
+            Event::CompletionWritten { by, scope, attempt, .. } => {
+                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "completion", &mut out)
             }
-            Event::Released { scope, attempt, .. } => {
-                stale(&granted, scope, *attempt, i, "release", &mut out);
+            Event::Released { by, scope, attempt } => {
+                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "release", &mut out);
                 granted.remove(scope);
                 started.retain(|(s, _), _| *s != scope);
             }
@@ -64,10 +72,23 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
     out
 }
 
+/// The attempt a write was made under, and the one its writer holds
+/// (when the writer's execution was recorded).
+#[derive(Clone, Copy)]
+struct Written {
+    named: Attempt,
+    held: Attempt,
+}
+
+fn writer(held: &BTreeMap<(&Origin, &Scope), Attempt>, by: &Origin, scope: &Scope, named: Attempt) -> Written {
+    let holds = held.get(&(by, scope)).copied().unwrap_or(named);
+    Written { named, held: holds.min(named) }
+}
+
 fn stale(
     granted: &BTreeMap<&Scope, (Attempt, usize)>,
     scope: &Scope,
-    attempt: Attempt,
+    written: Written,
     i: usize,
     what: &str,
     out: &mut Vec<Violation>,
@@ -75,15 +96,21 @@ fn stale(
     let Some(&(max, at)) = granted.get(scope) else {
         return;
     };
-    if attempt < max {
-        out.push(Violation::new(
-            Property::Fencing,
-            vec![at, i],
-            format!(
-                "{what} of {scope} by stale attempt {attempt} was accepted after attempt {max} was granted at #{at}"
-            ),
-        ));
+    let attempt = written.held;
+    if attempt >= max {
+        return;
     }
+    let named = match written.named == attempt {
+        true => String::new(),
+        false => format!(" (written as attempt {}: the write ignored its attempt)", written.named),
+    };
+    out.push(Violation::new(
+        Property::Fencing,
+        vec![at, i],
+        format!(
+            "{what} of {scope} by stale attempt {attempt}{named} was accepted after attempt {max} was granted at #{at}"
+        ),
+    ));
 }
 
 #[cfg(test)]
@@ -141,6 +168,23 @@ mod tests {
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].events, vec![first, second]);
         assert!(v[0].explanation.contains("two executions"));
+    }
+
+    #[test]
+    fn a_stale_holder_writing_under_the_new_attempt_is_a_violation() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.at(
+            crate::NodeId::Server(0),
+            Event::ExecutionStarted { by: by(1, 1), scope: scope(), attempt: crate::Attempt(1) },
+        );
+        s.wait(2000);
+        let takeover = s.taken_over(by(2, 1), &scope(), 2);
+        let stale = s.completed(by(1, 1), &scope(), 2, ok("late"));
+        let v = check(&s.history);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![takeover, stale]);
+        assert!(v[0].explanation.contains("ignored its attempt"), "{}", v[0]);
     }
 
     #[test]

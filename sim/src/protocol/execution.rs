@@ -3,11 +3,16 @@
 //! message). Shared by servers and the reconciler, so a resumed execution
 //! finishes exactly as the original would have.
 
-use crate::workload::amount_of;
 use idemsim_model::{
     Bytes, Completion, DownstreamKey, Effects, Fingerprint, LocalEffect, MessageId, OutboxMessage, Request, Scope,
     StoredResponse,
 };
+
+/// The `amount` of a JSON body, if there is one.
+pub fn amount_of(request: &Request) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_slice(&request.body.0).ok()?;
+    v.get("amount")?.as_i64()
+}
 
 /// Validation before execution begins: the body must carry a positive
 /// integer `amount`. A failure is answered 400 and not stored.

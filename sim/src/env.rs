@@ -1,0 +1,220 @@
+//! The simulator as the protocol core's environment: store operations go
+//! to the database node over the simulated network, the dependency and
+//! the consumer are nodes too, time is madsim's, randomness comes from the
+//! seed's streams, and the fault sites crash, pause or drop at the worst
+//! moment.
+
+use crate::config::{ProtocolSettings, SimConfig};
+use crate::msg::{CallBody, Msg, ReplyBody};
+use crate::node::{sleep_ms, Node};
+use crate::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
+use crate::rng::{between, chance};
+use crate::world::{true_now, Sim};
+use async_trait::async_trait;
+use idemsim_model::history::{Fault, Origin};
+use idemsim_model::{
+    Attempt, DownstreamKey, Event, NodeId, OutboxEntry, Request, RequestId, RetryPolicy, Scope, SimTime,
+};
+use std::sync::Arc;
+
+/// One request copy, or one background job, on one simulated node.
+pub(crate) struct SimEnv {
+    node: Node,
+    origin: Origin,
+    config: Arc<SimConfig>,
+    /// The request being handled, for the lost-response fault.
+    req: Option<RequestId>,
+}
+
+impl SimEnv {
+    /// The environment of `origin` on `node`.
+    pub fn new(node: &Node, origin: Origin) -> SimEnv {
+        let config = node.sim.with(|w| w.config.clone());
+        let req = match origin {
+            Origin::Request { req, .. } => Some(req),
+            _ => None,
+        };
+        SimEnv { node: Node { id: node.id, sim: node.sim.clone() }, origin, config, req }
+    }
+
+    fn sim(&self) -> &Sim {
+        &self.node.sim
+    }
+
+    /// Fault site: the holder crashes (and never returns) or freezes past
+    /// its lease before completing.
+    async fn before_completion(&self) -> Proceed {
+        let id = self.node.id;
+        let crash =
+            self.sim().with(|w| w.faults_on && chance(&mut w.server_rng, w.profile.crash_before_complete_permille));
+        if crash {
+            let down_ms = self.sim().with(|w| between(&mut w.server_rng, 50, w.profile.down_ms_max.max(500)));
+            self.sim().crash(id, down_ms);
+            std::future::pending::<()>().await;
+        }
+        let pause_ms = self.sim().with(|w| {
+            let on = w.faults_on && chance(&mut w.server_rng, w.profile.pause_before_complete_permille);
+            let lease = w.config.protocol.lease_ms;
+            on.then(|| between(&mut w.server_rng, lease + lease / 2, 3 * lease))
+        });
+        if let Some(ms) = pause_ms {
+            self.sim().pause(id, ms);
+            sleep_ms(0).await;
+        }
+        Proceed::Continue
+    }
+
+    /// Fault site: the response is lost right after the commit.
+    fn after_completion(&self) -> Proceed {
+        let Some(req) = self.req else { return Proceed::Continue };
+        let from = self.node.id;
+        let lost = self.sim().with(|w| {
+            let lost = w.faults_on && chance(&mut w.server_rng, w.profile.lose_response_permille);
+            if lost {
+                let to = w.client_of(req);
+                let what = format!("response to {req} (lost after commit)");
+                w.record(from, Event::Fault(Fault::Dropped { from, to, what }));
+            }
+            lost
+        });
+        match lost {
+            true => Proceed::Stop,
+            false => Proceed::Continue,
+        }
+    }
+
+    fn key_lock(&self, lock: &KeyLock) -> (Option<NodeId>, Scope) {
+        (lock.process_local.then_some(self.node.id), lock.scope.clone())
+    }
+}
+
+#[async_trait]
+impl Env for SimEnv {
+    fn node(&self) -> NodeId {
+        self.node.id
+    }
+
+    fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    fn settings(&self) -> &ProtocolSettings {
+        &self.config.protocol
+    }
+
+    fn now(&self) -> SimTime {
+        self.node.now()
+    }
+
+    async fn store(&self, op: StoreOp) -> Option<StoreReply> {
+        let timeout = self.config.protocol.store_timeout_ms;
+        match self.node.call(NodeId::Db, self.origin, CallBody::Store(op), timeout).await? {
+            ReplyBody::Store(StoreReply::Failed(_)) => None,
+            ReplyBody::Store(reply) => Some(reply),
+            _ => None,
+        }
+    }
+
+    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String> {
+        let timeout = self.config.protocol.downstream_timeout_ms;
+        let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
+        match self.node.call(NodeId::Downstream, self.origin, body, timeout).await {
+            Some(ReplyBody::Charged { charge_id }) => Some(charge_id),
+            _ => None,
+        }
+    }
+
+    async fn publish(&self, entry: OutboxEntry) -> bool {
+        let acked = self.node.call(NodeId::Consumer, self.origin, CallBody::Publish { entry }, 200).await;
+        matches!(acked, Some(ReplyBody::Ack))
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        sleep_ms(ms).await;
+    }
+
+    fn record(&self, event: Event) {
+        self.sim().record(self.node.id, event);
+    }
+
+    fn work_ms(&self) -> u64 {
+        self.sim().with(|w| between(&mut w.server_rng, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]))
+    }
+
+    async fn fault(&self, site: FaultSite) -> Proceed {
+        match site {
+            FaultSite::BeforeCompletion { .. } => self.before_completion().await,
+            FaultSite::AfterCompletion => self.after_completion(),
+        }
+    }
+
+    async fn lock(&self, lock: &KeyLock) {
+        self.sim().lock_key(self.key_lock(lock), self.node.id).await;
+    }
+
+    fn unlock(&self, lock: &KeyLock) {
+        self.sim().unlock_key(&self.key_lock(lock));
+    }
+}
+
+/// One simulated client.
+pub(crate) struct SimClient {
+    node: Node,
+    client: u32,
+    config: Arc<SimConfig>,
+}
+
+impl SimClient {
+    pub fn new(node: &Node, client: u32) -> SimClient {
+        let config = node.sim.with(|w| w.config.clone());
+        SimClient { node: Node { id: node.id, sim: node.sim.clone() }, client, config }
+    }
+}
+
+#[async_trait]
+impl ClientEnv for SimClient {
+    fn node(&self) -> NodeId {
+        self.node.id
+    }
+
+    fn policy(&self) -> &RetryPolicy {
+        &self.config.protocol.retry
+    }
+
+    fn now(&self) -> SimTime {
+        true_now()
+    }
+
+    fn pick_server(&self) -> NodeId {
+        let servers = u64::from(self.config.topology.servers);
+        self.node.sim.with(|w| NodeId::Server(between(&mut w.client_rng, 0, servers - 1) as u32))
+    }
+
+    fn draw(&self, lo: u64, hi: u64) -> u64 {
+        self.node.sim.with(|w| between(&mut w.client_rng, lo, hi))
+    }
+
+    fn first_send(&self) {
+        self.node.sim.with(|w| w.bucket(self.client).on_first_send());
+    }
+
+    fn spend_retry(&self) -> bool {
+        self.node.sim.with(|w| w.bucket(self.client).try_spend())
+    }
+
+    async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
+        let msg = Msg::Request { req, request };
+        match self.node.request(to, req, msg, self.config.protocol.retry.timeout_ms).await {
+            Some(Msg::Response { reply, .. }) => Some(reply),
+            _ => None,
+        }
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        sleep_ms(ms).await;
+    }
+
+    fn record(&self, event: Event) {
+        self.node.sim.record(self.node.id, event);
+    }
+}

@@ -1,0 +1,74 @@
+//! Broken commits (sections 5 and 6): work done before the completing
+//! transaction instead of in it.
+
+use crate::protocol::{Env, Protocol, Reply, StoreOp};
+use async_trait::async_trait;
+use idemsim_model::{Attempt, Completion, Event, OutboxEntry, Scope};
+
+/// `local-effect: own-transaction`: the local effect row is committed in a
+/// transaction of its own before the completion, so a crash in between
+/// leaves the effect without the record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EffectOwnTransaction;
+
+#[async_trait]
+impl Protocol for EffectOwnTransaction {
+    fn name(&self) -> String {
+        "effect-own-transaction".into()
+    }
+    async fn before_commit(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: &mut Completion,
+    ) -> Result<(), Reply> {
+        commit_effect_alone(env, scope, attempt, completion).await
+    }
+}
+
+/// `publish: before-commit`: follow-on messages are published by the
+/// handler before the completion commits, so a completion that never
+/// commits still sent its message (and a retry sends another).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PublishBeforeCommit;
+
+#[async_trait]
+impl Protocol for PublishBeforeCommit {
+    fn name(&self) -> String {
+        "publish-before-commit".into()
+    }
+    async fn before_commit(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        _attempt: Attempt,
+        completion: &mut Completion,
+    ) -> Result<(), Reply> {
+        publish_now(env, scope, completion).await;
+        Ok(())
+    }
+}
+
+/// Takes the local effect out of the completion and commits it alone.
+pub(crate) async fn commit_effect_alone(
+    env: &dyn Env,
+    scope: &Scope,
+    attempt: Attempt,
+    completion: &mut Completion,
+) -> Result<(), Reply> {
+    let Some(effect) = completion.local_effect.take() else { return Ok(()) };
+    match env.store(StoreOp::CommitEffect { scope: scope.clone(), attempt, effect }).await {
+        Some(_) => Ok(()),
+        None => Err(Reply::unavailable("store unavailable", env.settings())),
+    }
+}
+
+/// Takes the outbox messages out of the completion and publishes them.
+pub(crate) async fn publish_now(env: &dyn Env, scope: &Scope, completion: &mut Completion) {
+    for message in std::mem::take(&mut completion.outbox) {
+        let entry = OutboxEntry { scope: scope.clone(), message };
+        env.record(Event::MessagePublished { id: entry.message.id.clone(), scope: scope.clone() });
+        env.publish(entry).await;
+    }
+}

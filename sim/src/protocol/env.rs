@@ -1,0 +1,108 @@
+//! What a protocol step may do: the environment the core runs in.
+//!
+//! The simulator and the stress mode each implement these traits; the
+//! protocol core never reaches past them, so the same steps run over
+//! madsim's simulated network and clock, or over real connections and
+//! real time.
+
+use crate::config::ProtocolSettings;
+use crate::protocol::{Reply, StoreOp, StoreReply};
+use async_trait::async_trait;
+use idemsim_model::history::Origin;
+use idemsim_model::{
+    Attempt, DownstreamKey, Event, NodeId, OutboxEntry, Request, RequestId, RetryPolicy, Scope, SimTime,
+};
+
+/// A point in an execution where the environment may crash or pause the
+/// node, or lose what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultSite {
+    /// Effects began (the dependency may have been charged) and the
+    /// completion is not written yet: the worst moment to crash or freeze.
+    BeforeCompletion {
+        /// The attempt the execution holds.
+        attempt: Attempt,
+        /// Whether the dependency was charged.
+        charged: bool,
+    },
+    /// The completion was accepted and the reply is not sent yet.
+    AfterCompletion,
+}
+
+/// What the environment did at a fault site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proceed {
+    /// Carry on (perhaps after a pause).
+    Continue,
+    /// The execution ends here and sends nothing: the node crashed, the
+    /// execution was abandoned, or the reply was lost.
+    Stop,
+}
+
+/// A lock on one key, used only by the broken lock-based claims.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyLock {
+    /// The key locked.
+    pub scope: Scope,
+    /// `true`: an in-process lock of this server; `false`: a lock service
+    /// shared by all servers.
+    pub process_local: bool,
+}
+
+/// The server side of the protocol's world: one request copy, or one
+/// background job, on one node.
+#[async_trait]
+pub trait Env: Send + Sync {
+    /// The node acting.
+    fn node(&self) -> NodeId;
+    /// Who acts, as the history names it.
+    fn origin(&self) -> Origin;
+    /// The protocol's timings.
+    fn settings(&self) -> &ProtocolSettings;
+    /// This node's clock (possibly skewed).
+    fn now(&self) -> SimTime;
+    /// Runs one store operation; `None` when it failed or timed out.
+    async fn store(&self, op: StoreOp) -> Option<StoreReply>;
+    /// Calls the dependency with a downstream key; the charge id, or `None`
+    /// when it did not answer in time.
+    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String>;
+    /// Publishes one outbox message to the consumer; `true` when acknowledged.
+    async fn publish(&self, entry: OutboxEntry) -> bool;
+    /// Sleeps.
+    async fn sleep_ms(&self, ms: u64);
+    /// Records an observation in the history, on this node.
+    fn record(&self, event: Event);
+    /// How long the handler's own work takes this time.
+    fn work_ms(&self) -> u64;
+    /// A fault site: the environment may crash or pause the node here.
+    async fn fault(&self, site: FaultSite) -> Proceed;
+    /// Takes a key lock, waiting while another holds it.
+    async fn lock(&self, lock: &KeyLock);
+    /// Releases a key lock.
+    fn unlock(&self, lock: &KeyLock);
+}
+
+/// The client side: one client sending and retrying operations.
+#[async_trait]
+pub trait ClientEnv: Send + Sync {
+    /// The client's node.
+    fn node(&self) -> NodeId;
+    /// The retry policy it follows.
+    fn policy(&self) -> &RetryPolicy;
+    /// True time (the deadline is measured in it).
+    fn now(&self) -> SimTime;
+    /// The server the next send goes to.
+    fn pick_server(&self) -> NodeId;
+    /// A random number in `lo..=hi`, from the client's own stream.
+    fn draw(&self, lo: u64, hi: u64) -> u64;
+    /// An operation's first send: deposits into the retry budget.
+    fn first_send(&self);
+    /// Takes a token from the retry budget; `false` when it is empty.
+    fn spend_retry(&self) -> bool;
+    /// Sends one try and waits for its answer; `None` after the timeout.
+    async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply>;
+    /// Sleeps.
+    async fn sleep_ms(&self, ms: u64);
+    /// Records an observation in the history, on this node.
+    fn record(&self, event: Event);
+}

@@ -1,0 +1,202 @@
+//! The [`Protocol`] trait: the steps of PROTOCOL.md as provided methods.
+//!
+//! The provided methods are the correct protocol. A broken variant
+//! overrides one of them; a user's own variant does the same from their
+//! own crate. The flow that calls the steps (the request handler, the
+//! client's retry loop, the background jobs) lives beside this file and is
+//! shared by every environment.
+
+use crate::protocol::execution::downstream_key;
+use crate::protocol::{ClientEnv, Env, Reply, StoreOp, StoreReply};
+use async_trait::async_trait;
+use idemsim_model::{
+    Attempt, Claim, Completion, DownstreamKey, Fingerprint, Record, Request, Scope, SimTime, StoredResponse, Takeover,
+};
+
+/// A claim's result, and whether a broken claim forced ownership (it
+/// executes although the store found a record).
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    /// What the store answered.
+    pub claim: Claim,
+    /// The claimer executes whatever the store found.
+    pub forced_owner: bool,
+}
+
+impl Claimed {
+    /// The attempt the claimer holds (or would, for an existing record).
+    pub fn attempt(&self) -> Attempt {
+        match &self.claim {
+            Claim::Owned(a) => *a,
+            Claim::Existing(r) => r.attempt(),
+        }
+    }
+}
+
+/// The idempotency-key protocol, one method per step. Every method has the
+/// correct behaviour as its body; override one to run a broken (or just a
+/// different) step. Section numbers are PROTOCOL.md's.
+///
+/// ```
+/// use idemsim_sim::protocol::Protocol;
+/// use idemsim_model::StoredResponse;
+///
+/// /// Replays a stored body re-encoded (a bug: not byte for byte).
+/// struct ReEncodingReplay;
+/// impl Protocol for ReEncodingReplay {
+///     fn name(&self) -> String { "re-encoding-replay".into() }
+///     fn replay(&self, stored: StoredResponse) -> StoredResponse {
+///         let body = stored.body.lossy().replace(':', ": ");
+///         StoredResponse::new(stored.status, &body)
+///     }
+/// }
+/// assert_eq!(ReEncodingReplay.name(), "re-encoding-replay");
+/// ```
+#[async_trait]
+pub trait Protocol: Send + Sync {
+    /// A name for reports and reproduce lines.
+    fn name(&self) -> String {
+        "correct".into()
+    }
+
+    /// Answers one delivered request; `None` when the execution stopped at
+    /// a fault site and sends nothing. The provided flow calls the steps
+    /// below; override it only to replace the whole handler.
+    async fn respond(&self, env: &dyn Env, request: &Request, fingerprint: &Fingerprint) -> Option<Reply> {
+        crate::protocol::server::respond(self, env, request, fingerprint).await
+    }
+
+    /// Section 2: the record's key, `(caller, key)`; `None` without a key.
+    fn scope(&self, request: &Request) -> Option<Scope> {
+        request.scope()
+    }
+
+    /// Section 3: the lease a claim or takeover asks for.
+    fn lease_ms(&self, configured_ms: u64) -> u64 {
+        configured_ms
+    }
+
+    /// Section 4: claim atomically (insert-if-absent), never
+    /// check-then-insert.
+    async fn claim(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        fingerprint: &Fingerprint,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Claimed, Reply> {
+        let op = StoreOp::Claim { scope: scope.clone(), fingerprint: fingerprint.clone(), now, lease_ms };
+        match env.store(op).await {
+            Some(StoreReply::Claim(claim)) => Ok(Claimed { claim, forced_owner: false }),
+            _ => Err(Reply::unavailable("store unavailable", env.settings())),
+        }
+    }
+
+    /// Section 3: whether a request matches the record found for its key.
+    fn fingerprint_matches(&self, record: &Record, fingerprint: &Fingerprint) -> bool {
+        record.fingerprint == *fingerprint
+    }
+
+    /// Section 3: a completed record is answered with its stored response,
+    /// byte for byte.
+    fn replay(&self, stored: StoredResponse) -> StoredResponse {
+        stored
+    }
+
+    /// Section 3, last row: a validation error raised before execution is
+    /// not stored; the claim is released so a corrected retry executes.
+    async fn reject_invalid(&self, env: &dyn Env, scope: &Scope, attempt: Attempt, _reply: &Reply) {
+        let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
+    }
+
+    /// Section 6: a stale record is taken over with a fenced takeover that
+    /// bumps the attempt. `None` when the store did not answer.
+    async fn take_over(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Option<Takeover> {
+        match env.store(StoreOp::TakeOver { scope: scope.clone(), expected, now, lease_ms }).await {
+            Some(StoreReply::Takeover(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Section 6: the key passed to the dependency, derived from the record
+    /// and stable across attempts: the one the recovery point recorded, or
+    /// else one from the scope and fingerprint. A key other than `recorded`
+    /// is written as a new recovery point before the call.
+    fn downstream_key(
+        &self,
+        scope: &Scope,
+        fingerprint: &Fingerprint,
+        _attempt: Attempt,
+        recorded: Option<&DownstreamKey>,
+    ) -> DownstreamKey {
+        recorded.cloned().unwrap_or_else(|| downstream_key(scope, fingerprint))
+    }
+
+    /// Sections 5 and 6: anything done before the completing transaction.
+    /// Correctly, nothing: the local effect and the outbox messages commit
+    /// with the completion.
+    async fn before_commit(
+        &self,
+        _env: &dyn Env,
+        _scope: &Scope,
+        _attempt: Attempt,
+        _completion: &mut Completion,
+    ) -> Result<(), Reply> {
+        Ok(())
+    }
+
+    /// Section 6: the completion, conditional on the attempt. `None` when
+    /// the store did not answer (the outcome is unknown).
+    async fn complete(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: Completion,
+    ) -> Option<StoreReply> {
+        env.store(StoreOp::Complete { scope: scope.clone(), attempt, completion }).await
+    }
+
+    /// Section 8: one pass of the sweeper, deleting completed records older
+    /// than the documented window.
+    async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
+        let _ = env.store(StoreOp::Sweep { now, window_ms }).await;
+    }
+
+    /// Section 7: whether a client retries an answer with this status
+    /// (transient ones only: 409, 429, 502, 503, 504).
+    fn retries(&self, status: u16) -> bool {
+        idemsim_model::retry::is_transient_status(status)
+    }
+
+    /// Section 7: the wait before a retry, given the backoff's bound: full
+    /// jitter, uniform in `0..=bound_ms`.
+    fn backoff_ms(&self, env: &dyn ClientEnv, bound_ms: u64) -> u64 {
+        env.draw(0, bound_ms)
+    }
+
+    /// Section 7: the request a try sends: the same key every time.
+    fn request_for_try(&self, request: &Request, _try_no: u32) -> Request {
+        request.clone()
+    }
+
+    /// Section 7: how many layers of the stack retry (each restarting the
+    /// one below); correctly exactly one.
+    fn retry_layers(&self) -> u32 {
+        1
+    }
+}
+
+/// The correct protocol: every provided method as written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Correct;
+
+impl Protocol for Correct {}
