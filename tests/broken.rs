@@ -10,7 +10,8 @@ use idemsim_store::{IdempotencyStore, MemStore, StoreError};
 /// What is wrong with a [`Broken`] store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flaw {
-    /// `complete` ignores the attempt: a stale holder's completion lands.
+    /// `completion: unfenced`, the catalogue step, in the store: `complete`
+    /// ignores the attempt, so a stale holder's completion lands.
     UnfencedCompletion,
     /// `take_over` panics.
     PanicsOnTakeover,
@@ -35,9 +36,9 @@ impl Broken {
 impl IdempotencyStore for Broken {
     fn name(&self) -> &str {
         match self.flaw {
-            Flaw::UnfencedCompletion => "broken-unfenced-completion",
-            Flaw::PanicsOnTakeover => "broken-panics",
-            Flaw::HangsOnRead => "broken-hangs",
+            Flaw::UnfencedCompletion => "mem with completion: unfenced",
+            Flaw::PanicsOnTakeover => "mem that panics in take_over",
+            Flaw::HangsOnRead => "mem that hangs in read",
         }
     }
 

@@ -58,7 +58,7 @@ fn every_correct_variant_is_clean_and_reaches_its_interleavings() {
         assert_eq!(scenario.expect.get("correct"), Some(&Expect::Clean), "{}", scenario.name);
         let spec = SweepSpec {
             config: scenario.config_for("correct").unwrap(),
-            store: StoreKind::Mem,
+            subject: StoreKind::Mem.into(),
             seeds: 0..2000,
             jobs: 2,
             check_determinism: false,
@@ -101,7 +101,7 @@ fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
             let spec = ShrinkSpec {
                 scenario: &scenario,
                 variant,
-                store: StoreKind::Mem,
+                subject: StoreKind::Mem.into(),
                 seed,
                 runs_max: 3000,
                 property: Some(property),

@@ -33,7 +33,7 @@ fn a_trace_reads_back_to_the_same_history() {
 fn results_do_not_depend_on_jobs() {
     let spec = |jobs| SweepSpec {
         config: SimConfig { steps: Variant::UnfencedCompletion.steps(), ..SimConfig::default() },
-        store: StoreKind::Mem,
+        subject: StoreKind::Mem.into(),
         seeds: 0..60,
         jobs,
         check_determinism: false,
@@ -57,7 +57,7 @@ fn results_do_not_depend_on_jobs() {
 fn the_determinism_check_finds_no_divergence() {
     let spec = SweepSpec {
         config: SimConfig::default(),
-        store: StoreKind::Mem,
+        subject: StoreKind::Mem.into(),
         seeds: 0..20,
         jobs: 2,
         check_determinism: true,
@@ -75,7 +75,7 @@ fn seeds_run_in_turn_on_one_thread_match_seeds_run_alone() {
     let config = SimConfig::default();
     let spec = SweepSpec {
         config: config.clone(),
-        store: StoreKind::Mem,
+        subject: StoreKind::Mem.into(),
         seeds: 0..40,
         jobs: 1,
         check_determinism: false,

@@ -105,6 +105,7 @@ mod stress {
     use super::*;
     use idemsim_scenarios::stress::{stress, StressSpec};
     use idemsim_scenarios::target::StoreTarget;
+    use idemsim_sim::Variant;
     use idemsim_store::SqlFlaw;
 
     fn target(name: &str) -> Option<StoreTarget> {
@@ -119,7 +120,7 @@ mod stress {
         let Some(target) = target(name) else { return };
         let spec = StressSpec { schema: format!("idemsim_t_stress_{name}"), ..StressSpec::default() };
         assert!(spec.requests >= 2000 && spec.clients >= 16);
-        let report = stress(&spec, &target, None).unwrap();
+        let report = stress(&spec, &target, None, Variant::Correct.protocol()).unwrap();
         assert_eq!(report.violations, vec![], "{name}: {:?}", report.violations.first());
         assert!(report.pauses > 0 && report.abandoned > 0, "{name}: the faults must happen: {report:?}");
         assert!(report.terminated > 0, "{name}: connections must be terminated: {report:?}");
@@ -128,7 +129,8 @@ mod stress {
     fn assert_caught(name: &str, flaw: SqlFlaw) {
         let Some(target) = target(name) else { return };
         let schema = format!("idemsim_t_{name}_{}", flaw.name().replace('-', "_"));
-        let report = stress(&StressSpec { schema, ..StressSpec::default() }, &target, Some(flaw)).unwrap();
+        let spec = StressSpec { schema, ..StressSpec::default() };
+        let report = stress(&spec, &target, Some(flaw), Variant::Correct.protocol()).unwrap();
         assert!(!report.violations.is_empty(), "{name} {flaw:?} was not caught");
     }
 
@@ -162,11 +164,24 @@ mod stress {
         assert_caught("mysql", SqlFlaw::UnfencedCompletion);
     }
 
+    /// The stress mode runs the simulator's own protocol steps: the
+    /// catalogue's unfenced completion, on a correct store, is caught
+    /// there too, under the name the SQL flaw of the same bug has.
+    #[test]
+    fn pg_protocol_variant_is_caught() {
+        let Some(target) = target("pg") else { return };
+        assert_eq!(SqlFlaw::UnfencedCompletion.name(), Variant::UnfencedCompletion.name());
+        let spec = StressSpec { schema: "idemsim_t_pg_variant".into(), ..StressSpec::default() };
+        let report = stress(&spec, &target, None, Variant::UnfencedCompletion.protocol()).unwrap();
+        assert!(report.violations.iter().any(|v| v.property == idemsim_model::Property::Fencing), "{report:?}");
+    }
+
     #[test]
     fn embedded_stores_pass_stress() {
         for name in ["mem", "sqlite"] {
             let spec = StressSpec { requests: 300, ..StressSpec::default() };
-            let report = stress(&spec, &StoreTarget::parse(name, None).unwrap(), None).unwrap();
+            let target = StoreTarget::parse(name, None).unwrap();
+            let report = stress(&spec, &target, None, Variant::Correct.protocol()).unwrap();
             assert_eq!(report.violations, vec![], "{name}");
         }
     }

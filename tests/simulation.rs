@@ -3,13 +3,19 @@
 //! replays exactly.
 
 use idemsim_model::Property;
+use idemsim_model::{
+    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
+    SimTime, Takeover, WriteOutcome,
+};
 use idemsim_scenarios::sweep::{sweep, SweepSpec};
 use idemsim_sim::{run_seed, FaultProfile, FaultSettings, RunError, SimConfig, StoreKind, Variant};
+use idemsim_store::StoreError;
+use idemsim_tests::broken::{Broken, Flaw};
 
 fn spec(variant: Variant, store: StoreKind, seeds: std::ops::Range<u64>) -> SweepSpec {
     SweepSpec {
         config: SimConfig { steps: variant.steps(), ..SimConfig::default() },
-        store,
+        subject: store.into(),
         seeds,
         jobs: 2,
         check_determinism: false,
@@ -86,12 +92,95 @@ fn lost_unsynced_writes_break_exactly_once() {
         durability: idemsim_sim::Durability::WriteBack { sync_interval_ms: 2_000 },
         ..SimConfig::default()
     };
-    let caught = (0..200).map(|seed| run_seed(&config, StoreKind::Mem, seed).unwrap()).find(|o| o.failed());
-    let caught = caught.expect("lost writes should break a property within 200 seeds");
-    assert!(caught.history.entries.iter().any(|e| matches!(
-        e.event,
-        idemsim_model::Event::Fault(idemsim_model::history::Fault::UnsyncedWritesLost { .. })
-    )));
-    let err = run_seed(&config, StoreKind::Sqlite, 0).unwrap_err();
-    assert!(err.to_string().contains("needs the mem store"), "{err}");
+    let lost = |o: &idemsim_sim::RunOutcome| {
+        o.history.entries.iter().any(|e| {
+            matches!(e.event, idemsim_model::Event::Fault(idemsim_model::history::Fault::UnsyncedWritesLost { .. }))
+        })
+    };
+    // Both built-in stores opt in to CrashDurability.
+    for store in [StoreKind::Mem, StoreKind::Sqlite] {
+        let caught = (0..200).map(|seed| run_seed(&config, store, seed).unwrap()).find(|o| o.failed());
+        let caught = caught.unwrap_or_else(|| panic!("{store:?}: lost writes should break a property in 200 seeds"));
+        assert!(lost(&caught) && caught.not_applied.is_empty(), "{store:?}");
+    }
+    // A store that does not opt in runs without the fault, and says so.
+    let plain = idemsim_sim::Subject::store("plain", || Ok(Plain(idemsim_store::MemStore::new())));
+    let report = sweep(&SweepSpec { subject: plain, config, ..spec(Variant::Correct, StoreKind::Mem, 0..5) }, &|_| {});
+    let report = report.unwrap();
+    assert_eq!(report.seeds_failed, 0);
+    let (why, seeds) = report.not_applied.first_key_value().expect("the sweep says what it left out");
+    assert!(why.contains("lost unsynced writes") && why.contains("'plain'"), "{why}");
+    assert_eq!(*seeds, 5);
+}
+
+/// A store that keeps the default `durability()`: it does not opt in.
+struct Plain(idemsim_store::MemStore);
+
+#[async_trait::async_trait]
+impl idemsim_store::IdempotencyStore for Plain {
+    fn name(&self) -> &str {
+        "plain"
+    }
+    async fn claim(&self, s: &Scope, f: &Fingerprint, now: SimTime, lease: u64) -> Result<Claim, StoreError> {
+        self.0.claim(s, f, now, lease).await
+    }
+    async fn take_over(&self, s: &Scope, a: Attempt, now: SimTime, lease: u64) -> Result<Takeover, StoreError> {
+        self.0.take_over(s, a, now, lease).await
+    }
+    async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
+        self.0.write_recovery_point(s, a, p).await
+    }
+    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        self.0.complete(s, a, c).await
+    }
+    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
+        self.0.release(s, a).await
+    }
+    async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
+        self.0.read(s).await
+    }
+    async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
+        self.0.effects(s).await
+    }
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+        self.0.sweep(now, window_ms).await
+    }
+    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
+        self.0.stale_in_progress(now, limit).await
+    }
+    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.0.outbox_pending(limit).await
+    }
+    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
+        self.0.outbox_mark_published(id).await
+    }
+}
+
+/// A store that never answers a read fails the run, naming the store and
+/// what it did not answer, instead of hanging or passing quietly.
+#[test]
+fn a_store_that_hangs_fails_the_run_with_its_name() {
+    let hangs = idemsim_sim::Subject::store("hangs", || Ok(Broken::new(Flaw::HangsOnRead)));
+    let config = SimConfig { steps: Variant::CheckThenInsert.steps(), ..SimConfig::default() };
+    let out = run_seed(&config, &hangs, 0).unwrap();
+    let error = out.error.expect("the run fails").to_string();
+    assert!(error.contains("store 'mem that hangs in read' did not answer read within 10 s"), "{error}");
+}
+
+/// Every catalogue variant runs the same as its small `Protocol`
+/// implementation as it does as a `Steps` value.
+#[test]
+fn each_variant_as_a_protocol_runs_exactly_as_its_steps() {
+    for scenario in idemsim_scenarios::catalogue::all() {
+        for name in scenario.expect.keys() {
+            let Some(variant) = Variant::from_name(name) else { continue };
+            let config = scenario.config_for(name).unwrap();
+            let own = idemsim_sim::Subject::from(StoreKind::Mem).protocol_arc(variant.protocol());
+            for seed in 0..2 {
+                let by_steps = run_seed(&config, StoreKind::Mem, seed).unwrap();
+                let by_protocol = run_seed(&config, &own, seed).unwrap();
+                assert_eq!(by_steps.hash(), by_protocol.hash(), "{}/{name} seed {seed}", scenario.name);
+            }
+        }
+    }
 }

@@ -7,10 +7,12 @@ use crate::scenario::Expect;
 use crate::stress::{stress, StressSpec};
 use crate::sweep::{sweep, SweepSpec};
 use crate::target::StoreTarget;
+use idemsim_sim::protocol::Correct;
 use idemsim_sim::{run_seed_here, RunError, SimConfig, StoreKind, Variant};
 use idemsim_store::SqlFlaw;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What to measure.
@@ -123,7 +125,7 @@ pub struct BenchReport {
 fn throughput(config: &SimConfig, seeds: u64, jobs: usize) -> Result<(f64, f64, f64), String> {
     let spec = SweepSpec {
         config: config.clone(),
-        store: StoreKind::Mem,
+        subject: StoreKind::Mem.into(),
         seeds: 0..seeds,
         jobs,
         check_determinism: false,
@@ -226,7 +228,7 @@ fn stress_ttff(target: &StoreTarget, flaw: SqlFlaw) -> Result<(f64, usize), Stri
     let mut requests = 0;
     for seed in 0..40 {
         let spec = StressSpec { seed, requests: 250, schema: "idemsim_bench".into(), ..StressSpec::default() };
-        let report = stress(&spec, target, Some(flaw)).map_err(|e| e.to_string())?;
+        let report = stress(&spec, target, Some(flaw), Arc::new(Correct)).map_err(|e| e.to_string())?;
         requests += report.sends;
         if !report.violations.is_empty() {
             return Ok((started.elapsed().as_secs_f64() * 1000.0, requests));

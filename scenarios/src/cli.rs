@@ -8,7 +8,7 @@ use crate::sweep::{sweep, SweepReport, SweepSpec};
 use crate::target::StoreTarget;
 use crate::{catalogue, report};
 use clap::{Args, Parser, Subcommand};
-use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind};
+use idemsim_sim::{run_seed, to_jsonl, trace_hash, StoreKind, Subject};
 use std::io::Write;
 use std::ops::Range;
 
@@ -186,6 +186,10 @@ struct StressArgs {
     /// Deliberately broken SQL (pg, mysql): check-then-insert or unfenced-completion.
     #[arg(long, value_parser = parse_flaw)]
     flaw: Option<idemsim_store::SqlFlaw>,
+    /// The protocol variant the handlers run (a catalogue name, e.g.
+    /// unfenced-completion; default correct): the simulator's own steps.
+    #[arg(long, default_value = "correct", value_parser = parse_variant)]
+    variant: idemsim_sim::Variant,
     /// Schema (pg) or database (mysql) to use; it is emptied first.
     #[arg(long, default_value = "idemsim_stress")]
     schema: String,
@@ -250,6 +254,13 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 fn parse_flaw(s: &str) -> Result<idemsim_store::SqlFlaw, String> {
     idemsim_store::SqlFlaw::from_name(s)
         .ok_or_else(|| format!("unknown flaw '{s}'; expected check-then-insert or unfenced-completion"))
+}
+
+fn parse_variant(s: &str) -> Result<idemsim_sim::Variant, String> {
+    idemsim_sim::Variant::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = idemsim_sim::Variant::ALL.iter().map(|v| v.name()).collect();
+        format!("unknown variant '{s}'; expected one of: {}", names.join(", "))
+    })
 }
 
 fn parse_store(s: &str) -> Result<StoreKind, String> {
@@ -360,9 +371,10 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     if jobs == 0 || jobs > 1024 {
         return Err("--jobs must be between 1 and 1024".into());
     }
+    let subject = Subject::from(args.target.store);
     let spec = SweepSpec {
         config: scenario.config_for(&variant)?,
-        store: args.target.store,
+        subject: subject.clone(),
         seeds: seeds.clone(),
         jobs,
         check_determinism: args.check_determinism,
@@ -377,7 +389,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     let ctx = report::Context {
         scenario: &scenario,
         variant: &variant,
-        store: args.target.store,
+        subject: &subject,
         seeds,
         jobs,
         shard: args.shard,
@@ -394,7 +406,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         let spec = crate::shrink::ShrinkSpec {
             scenario: &scenario,
             variant: &variant,
-            store: args.target.store,
+            subject: subject.clone(),
             seed: first.seed,
             runs_max: 3000,
             property: scenario.expected_property(&variant),
@@ -419,7 +431,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
     let spec = crate::shrink::ShrinkSpec {
         scenario: &scenario,
         variant: &variant,
-        store: args.target.store,
+        subject: Subject::from(args.target.store),
         seed: args.seed,
         runs_max: args.runs_max,
         property: scenario.expected_property(&variant),
@@ -472,11 +484,12 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         .or(scenario.reproduces.as_ref().map(|r| r.seed))
         .ok_or_else(|| "--seed is required (the scenario names no run to reproduce)".to_string())?;
     let config = scenario.config_for(&variant)?;
-    let outcome = run_seed(&config, args.target.store, seed).map_err(|e| e.to_string())?;
+    let subject = Subject::from(args.target.store);
+    let outcome = run_seed(&config, &subject, seed).map_err(|e| e.to_string())?;
     let ctx = report::Context {
         scenario: &scenario,
         variant: &variant,
-        store: args.target.store,
+        subject: &subject,
         seeds: seed..seed + 1,
         jobs: 1,
         shard: None,
@@ -520,7 +533,7 @@ fn cmd_stress(args: StressArgs, out: &mut dyn Write) -> Result<i32, String> {
         schema: args.schema,
         ..StressSpec::default()
     };
-    let report = stress(&spec, &target, args.flaw).map_err(|e| e.to_string())?;
+    let report = stress(&spec, &target, args.flaw, args.variant.protocol()).map_err(|e| e.to_string())?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
     } else {
@@ -561,7 +574,7 @@ fn cmd_check_store(args: CheckStoreArgs, out: &mut dyn Write) -> Result<i32, Str
         schema: "idemsim_check".into(),
         ..StressSpec::default()
     };
-    let report = stress(&spec, &target, None).map_err(|e| e.to_string())?;
+    let report = stress(&spec, &target, None, idemsim_sim::Variant::Correct.protocol()).map_err(|e| e.to_string())?;
     let mark = if report.violations.is_empty() { "PASS" } else { "FAIL" };
     let _ = writeln!(
         out,

@@ -21,13 +21,16 @@
 pub mod bench;
 pub mod catalogue;
 pub mod cli;
+pub mod harness;
 pub mod merge;
 pub mod report;
 pub mod scenario;
 pub mod shrink;
+pub mod simulation;
 pub mod stress;
 pub mod sweep;
 pub mod target;
 pub mod tracing_setup;
 
 pub use scenario::{Expect, Scenario};
+pub use simulation::Simulation;

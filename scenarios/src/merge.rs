@@ -27,6 +27,8 @@ struct Report {
     divergence: Option<Value>,
     #[serde(default)]
     hashes: BTreeMap<String, String>,
+    #[serde(default)]
+    faults_not_applied: BTreeMap<String, u64>,
 }
 
 #[derive(Deserialize)]
@@ -68,7 +70,9 @@ pub fn cmd_merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Resul
         }
     }
     let (mut by_property, mut coverage_seeds, mut coverage_total, mut faults) = Default::default();
+    let mut not_applied = BTreeMap::new();
     for r in &reports {
+        add(&mut not_applied, &r.faults_not_applied);
         add(&mut by_property, &r.violations_by_property);
         add(&mut coverage_seeds, &r.coverage_seeds);
         add(&mut coverage_total, &r.coverage_total);
@@ -88,6 +92,7 @@ pub fn cmd_merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Resul
         "clean": seeds_failed == 0 && divergence.is_none(),
         "violations_by_property": by_property, "failures": failures,
         "coverage_seeds": coverage_seeds, "coverage_total": coverage_total, "fault_classes": faults,
+        "faults_not_applied": not_applied,
         "events": reports.iter().map(|r| r.events).sum::<u64>(),
         "elapsed_ms": reports.iter().map(|r| r.elapsed_ms).max(),
         "divergence": divergence, "hashes": hashes,

@@ -3,7 +3,7 @@
 use crate::scenario::Scenario;
 use crate::sweep::SweepReport;
 use idemsim_sim::timeline::describe;
-use idemsim_sim::{trace_hash, RunOutcome, StoreKind};
+use idemsim_sim::{trace_hash, RunOutcome, Subject};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{self, Write};
 use std::ops::Range;
@@ -15,8 +15,8 @@ pub struct Context<'a> {
     pub scenario: &'a Scenario,
     /// The variant's name.
     pub variant: &'a str,
-    /// The store.
-    pub store: StoreKind,
+    /// The store and protocol under test.
+    pub subject: &'a Subject,
     /// The seeds.
     pub seeds: Range<u64>,
     /// Worker threads.
@@ -35,8 +35,8 @@ impl Context<'_> {
             None => format!("--scenario {}", self.scenario.name),
         };
         let mut cmd = format!("idemsim replay {source} --variant {} --seed {seed}", self.variant);
-        if self.store != StoreKind::Mem {
-            cmd.push_str(&format!(" --store {}", self.store.name()));
+        if self.subject.store_name() != "mem" {
+            cmd.push_str(&format!(" --store {}", self.subject.store_name()));
         }
         cmd
     }
@@ -131,7 +131,7 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         "idemsim run: scenario {}, variant {}, store {}, seeds {}..{} ({} jobs)",
         ctx.scenario.name,
         ctx.variant,
-        ctx.store.name(),
+        ctx.subject.store_name(),
         ctx.seeds.start,
         ctx.seeds.end,
         ctx.jobs
@@ -145,6 +145,9 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         r.events
     )?;
     writeln!(out, "  fault classes drawn (seeds): {}", join_counts(&r.fault_classes))?;
+    for (why, seeds) in &r.not_applied {
+        writeln!(out, "  NOT APPLIED in {seeds} seeds: {why}")?;
+    }
     writeln!(out, "  coverage (seeds where it happened, total times):")?;
     for (name, total) in r.coverage_total.counters() {
         let seeds = r.coverage_seeds.get(name).copied().unwrap_or(0);
@@ -174,7 +177,7 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         writeln!(out, "  run error: {e}")?;
     }
     let replayed =
-        ctx.scenario.config_for(ctx.variant).ok().and_then(|c| idemsim_sim::run_seed(&c, ctx.store, first.seed).ok());
+        ctx.scenario.config_for(ctx.variant).ok().and_then(|c| idemsim_sim::run_seed(&c, ctx.subject, first.seed).ok());
     for v in first.violations.iter().take(5) {
         writeln!(out, "  {v}")?;
         let Some(outcome) = &replayed else { continue };
@@ -223,7 +226,7 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     let doc = serde_json::json!({
         "scenario": ctx.scenario.name,
         "variant": ctx.variant,
-        "store": ctx.store.name(),
+        "store": ctx.subject.store_name(),
         "seeds": { "start": ctx.seeds.start, "end": ctx.seeds.end },
         "shard": ctx.shard.map(|(k, n)| format!("{k}/{n}")),
         "jobs": ctx.jobs,
@@ -235,6 +238,7 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         "coverage_seeds": r.coverage_seeds,
         "coverage_total": r.coverage_total,
         "fault_classes": r.fault_classes,
+        "faults_not_applied": r.not_applied,
         "events": r.events,
         "elapsed_ms": r.elapsed.as_millis() as u64,
         "seeds_per_sec": r.seeds_per_sec(),
@@ -251,7 +255,7 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
         "idemsim replay: scenario {}, variant {}, store {}, seed {}",
         ctx.scenario.name,
         ctx.variant,
-        ctx.store.name(),
+        ctx.subject.store_name(),
         o.seed
     )?;
     let active = o.profile.active();
@@ -281,7 +285,7 @@ pub fn replay_json(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
     let doc = serde_json::json!({
         "scenario": ctx.scenario.name,
         "variant": ctx.variant,
-        "store": ctx.store.name(),
+        "store": ctx.subject.store_name(),
         "seed": o.seed,
         "hash": trace_hash(&o.history),
         "clean": !o.failed(),

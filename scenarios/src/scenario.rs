@@ -60,6 +60,10 @@ pub struct Reproduces {
     pub variant: String,
     /// The seed.
     pub seed: u64,
+    /// The protocol's name, when the run used a protocol of the user's own
+    /// (which a file cannot carry): replay the file with the same protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 impl Scenario {

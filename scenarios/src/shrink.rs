@@ -11,7 +11,7 @@ use crate::scenario::{Expect, Reproduces, Scenario};
 use idemsim_model::Property;
 use idemsim_sim::plan::{FaultAction, TimedFault};
 use idemsim_sim::workload::Operation;
-use idemsim_sim::{draws, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, StoreKind};
+use idemsim_sim::{draws, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
 use serde::Serialize;
 
 /// What to shrink.
@@ -20,8 +20,8 @@ pub struct ShrinkSpec<'a> {
     pub scenario: &'a Scenario,
     /// The variant's name.
     pub variant: &'a str,
-    /// The store.
-    pub store: StoreKind,
+    /// The store and protocol under test.
+    pub subject: Subject,
     /// The failing seed.
     pub seed: u64,
     /// At most this many candidate runs.
@@ -77,7 +77,7 @@ pub struct Shrunk {
 /// Shrinks `spec.seed`, which must fail.
 pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
     let config = spec.scenario.config_for(spec.variant)?;
-    let first = run_seed(&config, spec.store, spec.seed).map_err(|e| e.to_string())?;
+    let first = run_seed(&config, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
     let wanted = first.violations.iter().find(|v| Some(v.property) == spec.property);
     let Some(target) = wanted.or(first.violations.first()) else {
         return Err(match &first.error {
@@ -93,8 +93,14 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
     explicit.faults = FaultSettings::Scheduled { profile, faults };
     explicit.workload.operations = Some(operations);
     let (property, signature) = (target.property, signature(&target.explanation));
-    let mut s =
-        Shrinker { store: spec.store, seed: spec.seed, property, signature, runs: 0, runs_max: spec.runs_max.max(1) };
+    let mut s = Shrinker {
+        subject: spec.subject.clone(),
+        seed: spec.seed,
+        property,
+        signature,
+        runs: 0,
+        runs_max: spec.runs_max.max(1),
+    };
     let before = size(&explicit, first.history.entries.len());
     if !s.fails(&explicit) {
         return Err(format!(
@@ -103,33 +109,37 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
         ));
     }
     let shrunk = s.minimise(explicit);
-    let outcome = run_seed(&shrunk, spec.store, spec.seed).map_err(|e| e.to_string())?;
+    let outcome = run_seed(&shrunk, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
     let after = size(&shrunk, outcome.history.entries.len());
     let scenario = minimal_scenario(spec, shrunk, property);
     Ok(Shrunk { scenario, property, before, after, runs: s.runs, outcome })
 }
 
 fn minimal_scenario(spec: &ShrinkSpec<'_>, mut config: SimConfig, property: Property) -> Scenario {
+    // A protocol of the user's own cannot be written to a file: the file
+    // names it, and a replay must bring it again.
+    let protocol = spec.subject.has_own_protocol().then(|| spec.subject.protocol_name(&config));
+    let label = protocol.clone().unwrap_or_else(|| spec.variant.to_string());
     config.steps = Default::default();
     let mut variants = std::collections::BTreeMap::new();
     if let Some(steps) = spec.scenario.variants.get(spec.variant) {
         variants.insert(spec.variant.to_string(), *steps);
     }
     Scenario {
-        name: format!("{}-{}-seed-{}-shrunk", spec.scenario.name, spec.variant, spec.seed),
+        name: format!("{}-{label}-seed-{}-shrunk", spec.scenario.name, spec.seed),
         lesson: format!(
-            "Seed {} of scenario {} with variant {}, shrunk by `idemsim shrink`: the smallest schedule found that \
-             still breaks {}.",
+            "Seed {} of scenario {} with {label} on store {}, shrunk by `idemsim shrink`: the smallest schedule \
+             found that still breaks {}.",
             spec.seed,
             spec.scenario.name,
-            spec.variant,
+            spec.subject.store_name(),
             property.name()
         ),
         config,
         expect: [(spec.variant.to_string(), Expect::Violates(property))].into_iter().collect(),
         variants,
         sometimes: Vec::new(),
-        reproduces: Some(Reproduces { variant: spec.variant.to_string(), seed: spec.seed }),
+        reproduces: Some(Reproduces { variant: spec.variant.to_string(), seed: spec.seed, protocol }),
     }
 }
 
@@ -172,7 +182,7 @@ fn signature(explanation: &str) -> String {
 }
 
 struct Shrinker {
-    store: StoreKind,
+    subject: Subject,
     seed: u64,
     property: Property,
     signature: String,
@@ -186,7 +196,7 @@ impl Shrinker {
             return false;
         }
         self.runs += 1;
-        run_seed(config, self.store, self.seed).is_ok_and(|o| {
+        run_seed(config, &self.subject, self.seed).is_ok_and(|o| {
             o.violations.iter().any(|v| v.property == self.property && signature(&v.explanation) == self.signature)
         })
     }

@@ -1,12 +1,16 @@
 //! Stress mode: the protocol against a real store under real concurrency.
 //!
 //! Many Tokio tasks fire duplicate and conflicting requests with the same
-//! keys at once through an in-process handler that runs the protocol
-//! against the store over real connections. Holders are paused past their
-//! lease, executions are abandoned between the payment call and the
-//! completion, and the database terminates connections from its side. The
-//! seed fixes the workload and the fault plan, not the interleaving: stress
-//! runs are not deterministic, which is what they are for.
+//! keys at once. Each runs the protocol core (`idemsim_sim::protocol`, the
+//! same code the simulator runs) in this file's environment: store calls
+//! go straight to the store over its real connections, time is real, and
+//! the fault sites pause holders past their lease or abandon executions
+//! between the payment call and the completion, while the database
+//! terminates connections from its side and a reconciler finishes what was
+//! abandoned. The seed fixes the workload and the fault plan, not the
+//! interleaving: stress runs are not deterministic, which is what they are
+//! for. This file holds no protocol step, only the environment, the
+//! recorder and the report.
 //!
 //! The recorded history goes through the model's checkers. Concurrent
 //! events are stamped so that real-time order can only hide a fencing
@@ -14,17 +18,19 @@
 //! return, accepted writes when they were sent.
 
 use crate::target::StoreTarget;
-use idemsim_model::history::{Answer, Origin, RetryCause};
+use async_trait::async_trait;
+use idemsim_model::history::Origin;
+use idemsim_model::retry::TokenBucket;
 use idemsim_model::{
-    check_all, decide, Attempt, Bytes, CallerId, Claim, Decision, DownstreamKey, Effects, Entry, Event, History,
-    IdempotencyKey, NodeId, OpId, RecoveryPoint, Request, RequestId, RetryPolicy, RunMeta, Scope, SimTime,
-    StoredResponse, Takeover, Try, Violation, WriteOutcome,
+    check_all, Attempt, Bytes, CallerId, DownstreamKey, Entry, Event, History, IdempotencyKey, MessageId, NodeId, OpId,
+    OutboxEntry, RecordState, Request, RequestId, RetryPolicy, RunMeta, Scope, SimTime, Violation,
 };
-use idemsim_sim::execution::{completion, downstream_key, recovery_data, validate};
+use idemsim_sim::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, Reply, StoreOp, StoreReply};
 use idemsim_sim::rng::{between, chance, stream, SimRng, Stream};
+use idemsim_sim::{ProtocolSettings, RetryAfter};
 use idemsim_store::{IdempotencyStore, SqlFlaw, StoreError};
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -205,22 +211,62 @@ fn workload(spec: &StressSpec) -> Vec<Vec<Op>> {
     groups
 }
 
-fn policy() -> RetryPolicy {
-    RetryPolicy {
-        base_ms: 5,
-        cap_ms: 200,
-        attempts_max: 12,
-        deadline_ms: 20_000,
-        timeout_ms: 5_000,
-        budget: idemsim_model::retry::RetryBudget { tokens_max: 100_000, deposit_milli: 1000 },
+/// The protocol's timings in a stress run: the spec's lease, short
+/// `Retry-After` hints and a reconciler that scans often, so a run of a
+/// few thousand requests takes seconds.
+pub fn settings(spec: &StressSpec) -> ProtocolSettings {
+    ProtocolSettings {
+        lease_ms: spec.lease_ms,
+        reconcile_interval_ms: spec.lease_ms,
+        reconcile_idle_max_ms: 4 * spec.lease_ms,
+        retry: RetryPolicy {
+            base_ms: 5,
+            cap_ms: 200,
+            attempts_max: 12,
+            deadline_ms: 20_000,
+            timeout_ms: 5_000,
+            budget: idemsim_model::retry::RetryBudget { tokens_max: 100_000, deposit_milli: 1000 },
+        },
+        amplification_max_percent: 1200,
+        retry_after: RetryAfter { in_flight_min_ms: 5, takeover_refused_ms: 5, lease_lost_ms: 5, unavailable_ms: 10 },
+        ..ProtocolSettings::default()
     }
 }
 
+/// A store opened inside the stress run's runtime (its connections belong
+/// to it), with an optional way to terminate one of its connections from
+/// the server side.
+pub struct Opened {
+    /// The store, emptied.
+    pub store: Arc<dyn IdempotencyStore>,
+    /// Kills a connection, if the store can.
+    pub terminate: Option<Terminator>,
+}
+
+impl Opened {
+    /// A store that cannot have its connections killed.
+    pub fn store(store: impl IdempotencyStore + 'static) -> Opened {
+        Opened { store: Arc::new(store), terminate: None }
+    }
+}
+
+/// Opens the store under stress; called once, inside the run's runtime.
+pub type Opener<'a> = &'a (dyn Fn() -> BoxFuture<'static, Result<Opened, StoreError>> + Sync);
+
+/// Shared state of one stress run.
 struct Ctx {
     store: Arc<dyn IdempotencyStore>,
+    protocol: Arc<dyn Protocol>,
+    settings: ProtocolSettings,
     rec: Recorder,
-    lease_ms: u64,
+    /// The dependency's dedup table: downstream key to charge id.
     charges: Mutex<BTreeMap<DownstreamKey, String>>,
+    /// Message ids the consumer has applied.
+    consumed: Mutex<BTreeSet<MessageId>>,
+    /// Key locks of the broken lock-based claims.
+    locks: Mutex<BTreeSet<KeyLock>>,
+    /// Each client's retry budget.
+    buckets: Mutex<BTreeMap<u32, TokenBucket>>,
 }
 
 /// Why a stress run could not run.
@@ -235,8 +281,32 @@ pub enum StressError {
 }
 
 /// Runs a stress test against `target` (opened inside the run's runtime,
-/// in `spec.schema`, with `flaw` if given).
-pub fn stress(spec: &StressSpec, target: &StoreTarget, flaw: Option<SqlFlaw>) -> Result<StressReport, StressError> {
+/// in `spec.schema`, with `flaw` if given), running `protocol`.
+pub fn stress(
+    spec: &StressSpec,
+    target: &StoreTarget,
+    flaw: Option<SqlFlaw>,
+    protocol: Arc<dyn Protocol>,
+) -> Result<StressReport, StressError> {
+    let (schema, pool) = (spec.schema.clone(), spec.clients);
+    let target = target.clone();
+    let open = move || -> BoxFuture<'static, Result<Opened, StoreError>> {
+        let (target, schema) = (target.clone(), schema.clone());
+        Box::pin(async move {
+            let (store, terminate) = target.open(&schema, pool, flaw).await?;
+            Ok(Opened { store, terminate })
+        })
+    };
+    stress_with(spec, &open, protocol)
+}
+
+/// Runs a stress test against any store: `open` opens it (empty) inside
+/// the run's runtime, and may say how to kill its connections.
+pub fn stress_with(
+    spec: &StressSpec,
+    open: Opener<'_>,
+    protocol: Arc<dyn Protocol>,
+) -> Result<StressReport, StressError> {
     if spec.clients == 0 || spec.clients > 1024 || spec.requests == 0 || spec.lease_ms == 0 {
         return Err(StressError::Usage("--clients must be 1..=1024, --requests and the lease positive".into()));
     }
@@ -245,48 +315,35 @@ pub fn stress(spec: &StressSpec, target: &StoreTarget, flaw: Option<SqlFlaw>) ->
         .enable_all()
         .build()
         .map_err(|e| StressError::Usage(format!("cannot start a runtime: {e}")))?;
-    let (store, terminate) = rt.block_on(target.open(&spec.schema, spec.clients, flaw))?;
+    let Opened { store, terminate } = rt.block_on(open())?;
     let ctx = Arc::new(Ctx {
         store: store.clone(),
+        protocol,
+        settings: settings(spec),
         rec: Recorder {
             start: Instant::now(),
             events: Mutex::default(),
             counters: Mutex::default(),
             errors: Mutex::default(),
         },
-        lease_ms: spec.lease_ms,
         charges: Mutex::default(),
+        consumed: Mutex::default(),
+        locks: Mutex::default(),
+        buckets: Mutex::default(),
     });
     let groups = workload(spec);
     let started = Instant::now();
-    rt.block_on(async {
-        let killer = terminate.map(|t| tokio::spawn(terminations(t, spec.seed, spec.terminations, ctx.clone())));
-        let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
-        let mut tasks = Vec::new();
-        for group in groups {
-            // Copies of a group wait for each other, then race.
-            let gate = Arc::new(tokio::sync::Barrier::new(group.len()));
-            for op in group {
-                let (ctx, permits, gate) = (ctx.clone(), permits.clone(), gate.clone());
-                tasks.push(tokio::spawn(async move {
-                    let _permit = permits.acquire_owned().await;
-                    gate.wait().await;
-                    client(&ctx, &op).await;
-                }));
-            }
-        }
-        for t in tasks {
-            let _ = t.await;
-        }
-        if let Some(k) = killer {
-            k.abort();
-        }
-    });
+    rt.block_on(drive(&ctx, spec, groups, terminate));
     let elapsed = started.elapsed();
     drop(rt);
     let ctx = Arc::try_unwrap(ctx).map_err(|_| StressError::Usage("stress tasks outlived the run".into()))?;
-    let meta =
-        RunMeta { lease_ms: spec.lease_ms, retry: policy(), amplification_max_percent: 1200, ..RunMeta::default() };
+    let settings = &ctx.settings;
+    let meta = RunMeta {
+        lease_ms: settings.lease_ms,
+        retry: settings.retry.clone(),
+        amplification_max_percent: settings.amplification_max_percent,
+        ..RunMeta::default()
+    };
     let (history, counters, store_error_kinds) = ctx.rec.into_history(meta);
     let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
     let count = |k| counters.get(k).copied().unwrap_or(0);
@@ -308,6 +365,42 @@ pub fn stress(spec: &StressSpec, target: &StoreTarget, flaw: Option<SqlFlaw>) ->
     })
 }
 
+/// Runs the groups (copies of a group wait for each other, then race),
+/// with the reconciler and the connection killer beside them.
+async fn drive(ctx: &Arc<Ctx>, spec: &StressSpec, groups: Vec<Vec<Op>>, terminate: Option<Terminator>) {
+    let killer = terminate.map(|t| tokio::spawn(terminations(t, spec.seed, spec.terminations, ctx.clone())));
+    let reconciler = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let env = StressEnv { ctx: ctx.clone(), node: NodeId::Reconciler, origin: Origin::Reconciler, op: None };
+            idemsim_sim::protocol::reconciler(&*ctx.protocol, &env).await;
+        })
+    };
+    let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
+    let mut tasks = Vec::new();
+    for group in groups {
+        let gate = Arc::new(tokio::sync::Barrier::new(group.len()));
+        for op in group {
+            let (ctx, permits, gate) = (ctx.clone(), permits.clone(), gate.clone());
+            tasks.push(tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                gate.wait().await;
+                let client = StressClient::new(ctx.clone(), Arc::new(op));
+                idemsim_sim::protocol::run_operation(&*ctx.protocol, &client, client.op.op, &client.op.request).await;
+            }));
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    reconciler.abort();
+    let _ = reconciler.await;
+    if let Some(k) = killer {
+        k.abort();
+        let _ = k.await;
+    }
+}
+
 async fn terminations(terminate: Terminator, seed: u64, count: u32, ctx: Arc<Ctx>) {
     let mut rng: SimRng = stream(seed, Stream::Net);
     for _ in 0..count {
@@ -318,273 +411,214 @@ async fn terminations(terminate: Terminator, seed: u64, count: u32, ctx: Arc<Ctx
     }
 }
 
-/// A client: send, wait, retry transient answers with full jitter.
-async fn client(ctx: &Ctx, op: &Op) {
-    let policy = policy();
-    let node = NodeId::Client(op.client);
-    let mut rng = stream(op.op.0.into(), Stream::Clients);
-    for try_no in 1..=policy.attempts_max {
-        let req = RequestId { op: op.op, try_no: Try(try_no) };
-        ctx.rec.record(node, Event::RequestSent { req, to: NodeId::Server(0), request: op.request.clone() });
-        let answer = handle(ctx, op, req).await;
-        let (cause, retry_after) = match answer {
-            Some((answer, response, retry_after_ms)) => {
-                let status = response.status;
-                ctx.rec.record(node, Event::ResponseReceived { req, answer, response, retry_after_ms });
-                if !idemsim_model::retry::is_transient_status(status) {
+/// One request copy (or the reconciler) against the real store.
+struct StressEnv {
+    ctx: Arc<Ctx>,
+    node: NodeId,
+    origin: Origin,
+    /// The operation being served, with its planned faults.
+    op: Option<Arc<Op>>,
+}
+
+impl StressEnv {
+    /// Records a store operation's events: grants when they returned, so
+    /// real-time order can only hide a fencing violation, never invent
+    /// one; writes when they were sent.
+    fn record_store(&self, sent_ns: u128, op: &StoreOp, reply: &StoreReply) {
+        let at = if reply.grants() { self.ctx.rec.now_ns() } else { sent_ns };
+        for event in op.events(self.origin, reply) {
+            self.ctx.rec.at(at, NodeId::Db, event);
+        }
+        if let StoreReply::Failed(e) = reply {
+            self.ctx.rec.count("store_error");
+            self.ctx.rec.error(op.name(), e);
+        }
+    }
+
+    /// After a completion whose outcome is unknown (the connection broke
+    /// around the commit): read back whether it landed, so the history
+    /// does not lose an effect.
+    async fn read_back(&self, sent_ns: u128, op: &StoreOp) {
+        let StoreOp::Complete { scope, attempt, completion } = op else { return };
+        for _ in 0..5 {
+            match self.ctx.store.read(scope).await {
+                Ok(Some(r)) => {
+                    let landed = matches!(&r.state, RecordState::Completed { attempt: a, response }
+                        if a == attempt && *response == completion.response);
+                    if landed {
+                        let applied = StoreReply::Write(idemsim_model::WriteOutcome::Applied);
+                        self.record_store(sent_ns, op, &applied);
+                    }
                     return;
                 }
-                (RetryCause::Status(status), retry_after_ms.unwrap_or(0))
-            }
-            None => {
-                ctx.rec.record(node, Event::TimedOut { req });
-                (RetryCause::Timeout, 0)
-            }
-        };
-        if try_no == policy.attempts_max {
-            break;
-        }
-        let wait_ms = between(&mut rng, 0, policy.backoff_max_ms(try_no + 1)).max(retry_after);
-        ctx.rec.record(node, Event::RetryScheduled { req, wait_ms, cause });
-        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-    }
-    ctx.rec.record(node, Event::GaveUp { op: op.op, reason: format!("gave up after {} sends", policy.attempts_max) });
-}
-
-type Reply = (Answer, StoredResponse, Option<u64>);
-
-fn reply(answer: Answer, status: u16, body: &str, retry_after_ms: Option<u64>) -> Option<Reply> {
-    Some((answer, StoredResponse::new(status, body), retry_after_ms))
-}
-
-/// The server side of one send; `None` when the execution was abandoned
-/// (the client sees a timeout).
-async fn handle(ctx: &Ctx, op: &Op, req: RequestId) -> Option<Reply> {
-    let server = NodeId::Server(0);
-    let by = Origin::Request { req, copy: 1 };
-    let fp = op.request.fingerprint();
-    ctx.rec.record(server, Event::RequestReceived { req, copy: 1, fingerprint: fp.clone() });
-    let scope = op.request.scope().expect("stress requests carry keys");
-    let now = ctx.rec.now();
-    let answer = match ctx.store.claim(&scope, &fp, now, ctx.lease_ms).await {
-        Ok(claim) => {
-            record_claim(ctx, by, &scope, &fp, now, &claim);
-            match decide(&fp, Some(&claim), now) {
-                Decision::MissingKey => unreachable!("keyed"),
-                Decision::Mismatch => reply(Answer::Mismatch, 422, r#"{"error":"key reused"}"#, None),
-                Decision::InFlight => {
-                    reply(Answer::InFlight, 409, r#"{"error":"in progress"}"#, Some(in_flight_wait(&claim, now)))
-                }
-                Decision::Replay(response) => Some((Answer::Replayed, response, None)),
-                Decision::Execute { attempt } => execute(ctx, op, by, &scope, attempt, None).await,
-                Decision::TakeOver { expected, recovery_point } => {
-                    take_over(ctx, op, by, &scope, expected, recovery_point).await
-                }
+                Ok(None) => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         }
-        Err(e) => store_failed(ctx, by, "claim", &e),
-    };
-    if let Some((answer, response, retry_after_ms)) = &answer {
-        let event = Event::ResponseSent {
-            req,
-            copy: 1,
-            answer: *answer,
-            response: response.clone(),
-            retry_after_ms: *retry_after_ms,
-        };
-        ctx.rec.record(server, event);
     }
-    answer
-}
 
-fn in_flight_wait(claim: &Claim, now: SimTime) -> u64 {
-    match claim {
-        Claim::Existing(r) => match r.state {
-            idemsim_model::RecordState::InProgress { locked_until, .. } => locked_until.since_ms(now).max(5),
-            _ => 5,
-        },
-        Claim::Owned(_) => 5,
+    fn is_first_of_planned(&self, attempt: Attempt, fault: fn(&Op) -> bool) -> bool {
+        self.op.as_deref().is_some_and(|op| fault(op) && attempt == Attempt::FIRST)
     }
 }
 
-fn record_claim(ctx: &Ctx, by: Origin, scope: &Scope, fp: &idemsim_model::Fingerprint, now: SimTime, claim: &Claim) {
-    let event = match claim {
-        Claim::Owned(attempt) => Event::Claimed {
-            by,
+#[async_trait]
+impl Env for StressEnv {
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    fn settings(&self) -> &ProtocolSettings {
+        &self.ctx.settings
+    }
+
+    fn now(&self) -> SimTime {
+        self.ctx.rec.now()
+    }
+
+    async fn store(&self, op: StoreOp) -> Option<StoreReply> {
+        let sent = self.ctx.rec.now_ns();
+        let reply = op.apply(&*self.ctx.store).await;
+        self.record_store(sent, &op, &reply);
+        if let StoreReply::Failed(StoreError::Indeterminate(_)) = reply {
+            self.read_back(sent, &op).await;
+        }
+        match reply {
+            StoreReply::Failed(_) => None,
+            reply => Some(reply),
+        }
+    }
+
+    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String> {
+        let rec = &self.ctx.rec;
+        let mut charges = self.ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
+        let called = Event::DownstreamCalled {
+            by: self.origin,
+            from: self.node,
             scope: scope.clone(),
-            fingerprint: fp.clone(),
-            attempt: *attempt,
-            locked_until: now.plus_ms(ctx.lease_ms),
-        },
-        Claim::Existing(record) => Event::ClaimFound { by, scope: scope.clone(), record: record.clone(), as_of: now },
-    };
-    ctx.rec.record(NodeId::Db, event);
-}
-
-fn store_failed(ctx: &Ctx, by: Origin, op: &str, e: &StoreError) -> Option<Reply> {
-    ctx.rec.count("store_error");
-    ctx.rec.error(op, e);
-    ctx.rec.record(NodeId::Db, Event::StoreFailed { by, op: op.into(), error: e.to_string() });
-    reply(Answer::Unavailable, 503, r#"{"error":"store unavailable"}"#, Some(10))
-}
-
-async fn take_over(
-    ctx: &Ctx,
-    op: &Op,
-    by: Origin,
-    scope: &Scope,
-    expected: Attempt,
-    rp: Option<RecoveryPoint>,
-) -> Option<Reply> {
-    let now = ctx.rec.now();
-    match ctx.store.take_over(scope, expected, now, ctx.lease_ms).await {
-        Ok(Takeover::Granted(attempt)) => {
-            let event = Event::TakenOver { by, scope: scope.clone(), attempt, locked_until: now.plus_ms(ctx.lease_ms) };
-            ctx.rec.record(NodeId::Db, event);
-            execute(ctx, op, by, scope, attempt, rp).await
-        }
-        Ok(Takeover::Refused(_)) => {
-            ctx.rec.record(NodeId::Db, Event::TakeoverRefused { by, scope: scope.clone(), expected });
-            reply(Answer::InFlight, 409, r#"{"error":"in progress"}"#, Some(5))
-        }
-        Err(e) => store_failed(ctx, by, "take_over", &e),
-    }
-}
-
-/// A write's outcome, recorded at the time it was sent.
-fn record_write(ctx: &Ctx, sent_ns: u128, accepted: Event, fenced: Event, outcome: WriteOutcome) {
-    let event = if outcome == WriteOutcome::Applied { accepted } else { fenced };
-    ctx.rec.at(sent_ns, NodeId::Db, event);
-}
-
-async fn execute(
-    ctx: &Ctx,
-    op: &Op,
-    by: Origin,
-    scope: &Scope,
-    attempt: Attempt,
-    rp: Option<RecoveryPoint>,
-) -> Option<Reply> {
-    use idemsim_model::history::WriteKind;
-    ctx.rec.record(NodeId::Server(0), Event::ExecutionStarted { by, scope: scope.clone(), attempt });
-    let fenced = |write| Event::WriteFenced { by, scope: scope.clone(), attempt, write };
-    if let Err(why) = validate(&op.request) {
-        let sent = ctx.rec.now_ns();
-        if let Ok(outcome) = ctx.store.release(scope, attempt).await {
-            record_write(
-                ctx,
-                sent,
-                Event::Released { by, scope: scope.clone(), attempt },
-                fenced(WriteKind::Release),
-                outcome,
-            );
-        }
-        return reply(Answer::Invalid, 400, &format!(r#"{{"error":"{why}"}}"#), None);
-    }
-    tokio::time::sleep(Duration::from_millis(op.work_ms)).await;
-    let mut charge = None;
-    if Effects::of_path(&op.request.path).external {
-        let key = match rp {
-            Some(p) => p.downstream_key,
-            None => {
-                let key = downstream_key(scope, &op.request.fingerprint());
-                let point = RecoveryPoint { downstream_key: key.clone(), data: recovery_data(&op.request) };
-                let sent = ctx.rec.now_ns();
-                match ctx.store.write_recovery_point(scope, attempt, &point).await {
-                    Ok(outcome) => {
-                        let accepted = Event::RecoveryPointWritten {
-                            by,
-                            scope: scope.clone(),
-                            attempt,
-                            downstream_key: key.clone(),
-                        };
-                        record_write(ctx, sent, accepted, fenced(WriteKind::RecoveryPoint), outcome);
-                        if outcome == WriteOutcome::Fenced {
-                            return reply(Answer::LeaseLost, 409, r#"{"error":"lease lost"}"#, Some(5));
-                        }
-                    }
-                    Err(e) => return store_failed(ctx, by, "write_recovery_point", &e),
-                }
-                key
-            }
+            attempt,
+            downstream_key: downstream_key.clone(),
         };
-        charge = Some(call_dependency(ctx, by, scope, attempt, key));
-        if op.abandon && attempt == Attempt::FIRST {
-            ctx.rec.count("abandon");
-            return None;
+        rec.record(NodeId::Downstream, called);
+        if let Some(id) = charges.get(&downstream_key) {
+            return Some(id.clone());
+        }
+        let id = format!("ch_{}", charges.len() + 1);
+        charges.insert(downstream_key.clone(), id.clone());
+        rec.record(NodeId::Downstream, Event::DownstreamEffect { scope: scope.clone(), downstream_key });
+        Some(id)
+    }
+
+    async fn publish(&self, entry: OutboxEntry) -> bool {
+        let applied = self.ctx.consumed.lock().unwrap_or_else(|p| p.into_inner()).insert(entry.message.id.clone());
+        let consumed = Event::MessageConsumed { id: entry.message.id, scope: entry.scope, applied };
+        self.ctx.rec.record(NodeId::Consumer, consumed);
+        true
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    fn record(&self, event: Event) {
+        self.ctx.rec.record(self.node, event);
+    }
+
+    fn work_ms(&self) -> u64 {
+        self.op.as_ref().map_or(0, |op| op.work_ms)
+    }
+
+    async fn fault(&self, site: FaultSite) -> Proceed {
+        let FaultSite::BeforeCompletion { attempt, charged } = site else { return Proceed::Continue };
+        if charged && self.is_first_of_planned(attempt, |op| op.abandon) {
+            self.ctx.rec.count("abandon");
+            return Proceed::Stop;
+        }
+        if self.is_first_of_planned(attempt, |op| op.pause) {
+            self.ctx.rec.count("pause");
+            self.sleep_ms(self.ctx.settings.lease_ms + self.work_ms() * 2).await;
+        }
+        Proceed::Continue
+    }
+
+    async fn lock(&self, lock: &KeyLock) {
+        while !self.ctx.locks.lock().unwrap_or_else(|p| p.into_inner()).insert(lock.clone()) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-    if op.pause && attempt == Attempt::FIRST {
-        ctx.rec.count("pause");
-        tokio::time::sleep(Duration::from_millis(ctx.lease_ms + op.work_ms * 2)).await;
-    }
-    let done = completion(scope, &op.request, charge.as_deref());
-    let sent = ctx.rec.now_ns();
-    match ctx.store.complete(scope, attempt, &done).await {
-        Ok(WriteOutcome::Applied) => {
-            record_completion(ctx, sent, by, scope, attempt, &done);
-            Some((Answer::Executed, done.response, None))
-        }
-        Ok(WriteOutcome::Fenced) => {
-            ctx.rec.at(sent, NodeId::Db, fenced(WriteKind::Completion));
-            reply(Answer::LeaseLost, 409, r#"{"error":"lease lost"}"#, Some(5))
-        }
-        Err(e @ StoreError::Indeterminate(_)) => {
-            // The connection broke around the commit: read back whether our
-            // completion landed, so the history does not lose an effect.
-            if committed(ctx, scope, attempt, &done.response).await {
-                record_completion(ctx, sent, by, scope, attempt, &done);
-            }
-            store_failed(ctx, by, "complete", &e)
-        }
-        Err(e) => store_failed(ctx, by, "complete", &e),
+
+    fn unlock(&self, lock: &KeyLock) {
+        self.ctx.locks.lock().unwrap_or_else(|p| p.into_inner()).remove(lock);
     }
 }
 
-/// True if the record is completed by `attempt` with `response`.
-async fn committed(ctx: &Ctx, scope: &Scope, attempt: Attempt, response: &StoredResponse) -> bool {
-    for _ in 0..5 {
-        match ctx.store.read(scope).await {
-            Ok(Some(r)) => {
-                return matches!(&r.state, idemsim_model::RecordState::Completed { attempt: a, response: stored }
-                    if *a == attempt && stored == response)
-            }
-            Ok(None) => return false,
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
-    false
+/// One client sending one operation, in process: a send is the server's
+/// handler called directly.
+struct StressClient {
+    ctx: Arc<Ctx>,
+    op: Arc<Op>,
+    rng: Mutex<SimRng>,
 }
 
-fn record_completion(
-    ctx: &Ctx,
-    sent: u128,
-    by: Origin,
-    scope: &Scope,
-    attempt: Attempt,
-    done: &idemsim_model::Completion,
-) {
-    for event in Event::completion(by, scope, attempt, done) {
-        ctx.rec.at(sent, NodeId::Db, event);
+impl StressClient {
+    fn new(ctx: Arc<Ctx>, op: Arc<Op>) -> StressClient {
+        let rng = Mutex::new(stream(op.op.0.into(), Stream::Clients));
+        StressClient { ctx, op, rng }
+    }
+
+    fn bucket<R>(&self, f: impl FnOnce(&mut TokenBucket) -> R) -> R {
+        let mut buckets = self.ctx.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let budget = &self.ctx.settings.retry.budget;
+        f(buckets.entry(self.op.client).or_insert_with(|| TokenBucket::new(budget)))
     }
 }
 
-/// The dependency: one effect per downstream key.
-fn call_dependency(ctx: &Ctx, by: Origin, scope: &Scope, attempt: Attempt, key: DownstreamKey) -> String {
-    let mut charges = ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
-    let called = Event::DownstreamCalled {
-        by,
-        from: NodeId::Server(0),
-        scope: scope.clone(),
-        attempt,
-        downstream_key: key.clone(),
-    };
-    ctx.rec.record(NodeId::Downstream, called);
-    if let Some(id) = charges.get(&key) {
-        return id.clone();
+#[async_trait]
+impl ClientEnv for StressClient {
+    fn node(&self) -> NodeId {
+        NodeId::Client(self.op.client)
     }
-    let id = format!("ch_{}", charges.len() + 1);
-    charges.insert(key.clone(), id.clone());
-    ctx.rec.record(NodeId::Downstream, Event::DownstreamEffect { scope: scope.clone(), downstream_key: key });
-    id
+
+    fn policy(&self) -> &RetryPolicy {
+        &self.ctx.settings.retry
+    }
+
+    fn now(&self) -> SimTime {
+        self.ctx.rec.now()
+    }
+
+    fn pick_server(&self) -> NodeId {
+        NodeId::Server(0)
+    }
+
+    fn draw(&self, lo: u64, hi: u64) -> u64 {
+        between(&mut self.rng.lock().unwrap_or_else(|p| p.into_inner()), lo, hi)
+    }
+
+    fn first_send(&self) {
+        self.bucket(TokenBucket::on_first_send);
+    }
+
+    fn spend_retry(&self) -> bool {
+        self.bucket(TokenBucket::try_spend)
+    }
+
+    async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
+        let origin = Origin::Request { req, copy: 1 };
+        let env = StressEnv { ctx: self.ctx.clone(), node: to, origin, op: Some(self.op.clone()) };
+        let fingerprint = request.fingerprint();
+        idemsim_sim::protocol::serve(&*self.ctx.protocol, &env, req, 1, &request, fingerprint).await
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    fn record(&self, event: Event) {
+        self.ctx.rec.record(self.node(), event);
+    }
 }

@@ -2,7 +2,7 @@
 //! and the config, never on `jobs` or on which worker ran which seed.
 
 use idemsim_model::{Coverage, Property, Violation};
-use idemsim_sim::{run_seed, run_seed_here, ConfigError, RunError, RunOutcome, SimConfig, StoreKind};
+use idemsim_sim::{run_seed, run_seed_here, ConfigError, RunError, RunOutcome, SimConfig, Subject};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,8 +18,9 @@ pub const FAILURES_KEPT: usize = 20;
 pub struct SweepSpec {
     /// The configuration (scenario + variant).
     pub config: SimConfig,
-    /// The store.
-    pub store: StoreKind,
+    /// The store and protocol under test (`StoreKind::Mem.into()` for the
+    /// default store running the config's steps).
+    pub subject: Subject,
     /// Seeds `start..end`.
     pub seeds: Range<u64>,
     /// Worker threads.
@@ -92,6 +93,9 @@ pub struct SweepReport {
     pub hashes: BTreeMap<u64, String>,
     /// The first seed whose two runs differed.
     pub divergence: Option<Divergence>,
+    /// Faults the config asked for that the store could not take, with the
+    /// reason and how many seeds ran without them.
+    pub not_applied: BTreeMap<String, u64>,
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
@@ -110,6 +114,9 @@ impl SweepReport {
         }
         if keep_hash {
             self.hashes.insert(outcome.seed, outcome.hash());
+        }
+        for why in &outcome.not_applied {
+            *self.not_applied.entry(why.clone()).or_default() += 1;
         }
         if !outcome.failed() {
             return;
@@ -149,7 +156,7 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     let seeds: Vec<u64> = spec.seed_list().collect();
     let Some(&first) = seeds.first() else { return Ok(SweepReport::default()) };
     // Fail fast on a store or config problem, before spawning workers.
-    run_seed(&spec.config, spec.store, first)?;
+    run_seed(&spec.config, &spec.subject, first)?;
     let started = Instant::now();
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
@@ -161,7 +168,7 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed) as usize;
         let Some(&seed) = seeds.get(i) else { return };
-        let outcome = run_seed_here(&spec.config, spec.store, seed).expect("validated above");
+        let outcome = run_seed_here(&spec.config, &spec.subject, seed).expect("validated above");
         let panicked = matches!(outcome.error, Some(RunError::Panicked(_)));
         let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
@@ -195,7 +202,7 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
 
 /// Runs the seed again and finds the first event that differs.
 fn diverges(spec: &SweepSpec, first: &RunOutcome) -> Option<Divergence> {
-    let second = run_seed(&spec.config, spec.store, first.seed).ok()?;
+    let second = run_seed(&spec.config, &spec.subject, first.seed).ok()?;
     let (a, b) = (&first.history.entries, &second.history.entries);
     let event = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
     let show = |e: Option<&idemsim_model::Entry>| {

@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 /// How long (simulated) a store operation may stay unanswered before the
 /// store is taken for hung and the run fails.
-pub const STORE_ANSWER_MAX_MS: u64 = 60_000;
+pub const STORE_ANSWER_MAX_MS: u64 = 10_000;
 
 /// The database node's message handler. An operation whose store answers
 /// at once (the in-memory and SQLite stores always do) runs inside the
@@ -35,8 +35,11 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
         return finish(node, from, id, origin, &op, reply);
     }
     let node = node.clone();
+    node.sim.with(|w| w.store_calls_waiting += 1);
     madsim::task::spawn_local(async move {
-        match crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await {
+        let answered = crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
+        node.sim.with(|w| w.store_calls_waiting -= 1);
+        match answered {
             Some((op, reply)) => finish(&node, from, id, origin, &op, reply),
             None => node.sim.with(|w| {
                 let why = format!(

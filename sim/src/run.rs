@@ -86,7 +86,7 @@ impl Subject {
         self
     }
 
-    /// The same store with a shared protocol.
+    /// The same store with a shared protocol (kept as it is, not wrapped).
     pub fn protocol_arc(mut self, protocol: Arc<dyn Protocol>) -> Subject {
         self.protocol = Some(protocol);
         self
@@ -107,6 +107,11 @@ impl Subject {
     /// are then not used).
     pub fn has_own_protocol(&self) -> bool {
         self.protocol.is_some()
+    }
+
+    /// The subject's own protocol, if it brings one.
+    pub fn own_protocol(&self) -> Option<Arc<dyn Protocol>> {
+        self.protocol.clone()
     }
 
     fn protocol_for(&self, config: &SimConfig) -> Arc<dyn Protocol> {
@@ -325,6 +330,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         responses: BTreeMap::new(),
         op_clients,
         write_back,
+        store_calls_waiting: 0,
         synced: None,
         unsynced_ops: 0,
         locks: BTreeMap::new(),
@@ -337,6 +343,14 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(controller(sim.clone(), plan, ops, abort_rx))));
     drop(rt);
     let (history, aborted) = sim.with(|w| {
+        if w.store_calls_waiting > 0 && w.aborted.is_none() {
+            let why = format!(
+                "store '{}' left {} operation(s) unanswered when the run ended (it hangs)",
+                w.store.name(),
+                w.store_calls_waiting
+            );
+            w.store_broke(why);
+        }
         // The world holds madsim node handles, and madsim's node table holds
         // init closures that hold the world: break the cycle, or every run
         // leaks its runtime and world.

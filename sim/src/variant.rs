@@ -381,6 +381,16 @@ mod tests {
         assert_eq!(distinct.len(), Variant::ALL.len());
     }
 
+    /// One vocabulary: a broken SQL adapter is named after the step it
+    /// breaks.
+    #[test]
+    fn sql_flaws_are_named_after_their_steps() {
+        for flaw in idemsim_store::SqlFlaw::ALL {
+            let variant = Variant::from_name(flaw.name()).expect("a catalogue variant of the same name");
+            assert_eq!(variant.steps().broken().len(), 1, "{flaw:?}");
+        }
+    }
+
     #[test]
     fn a_partial_steps_file_fills_in_the_correct_steps() {
         let s: Steps = serde_json::from_str(r#"{"claim": "per-process-lock"}"#).unwrap();

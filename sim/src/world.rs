@@ -90,6 +90,8 @@ pub(crate) struct World {
     pub received: BTreeMap<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
     pub op_clients: BTreeMap<idemsim_model::OpId, u32>,
+    /// Store operations the database node is still waiting for.
+    pub store_calls_waiting: u32,
     /// Write-back durability is on and the store opted in to it.
     pub write_back: bool,
     /// The world's view of the records as of the last sync.

@@ -1,6 +1,9 @@
 //! Deliberately broken SQL, for showing what the stress mode catches.
 
-/// One way to get the SQL wrong. The correct adapters use none.
+/// One way to get the SQL wrong. The correct adapters use none. Each is
+/// the store-level form of a catalogue step and carries that step's name
+/// (`idemsim_sim::Variant`), so "check-then-insert" means the same bug in
+/// a scenario, in `stress --variant` and in `stress --flaw`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SqlFlaw {
     /// The claim SELECTs, and if nothing is there, upserts the row without
@@ -12,6 +15,9 @@ pub enum SqlFlaw {
 }
 
 impl SqlFlaw {
+    /// Every flaw.
+    pub const ALL: [SqlFlaw; 2] = [SqlFlaw::CheckThenInsert, SqlFlaw::UnfencedCompletion];
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -22,6 +28,6 @@ impl SqlFlaw {
 
     /// Parses a name.
     pub fn from_name(name: &str) -> Option<SqlFlaw> {
-        [SqlFlaw::CheckThenInsert, SqlFlaw::UnfencedCompletion].into_iter().find(|f| f.name() == name)
+        SqlFlaw::ALL.into_iter().find(|f| f.name() == name)
     }
 }

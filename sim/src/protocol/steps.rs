@@ -200,3 +200,85 @@ pub trait Protocol: Send + Sync {
 pub struct Correct;
 
 impl Protocol for Correct {}
+
+/// A shared protocol is a protocol: every step forwards.
+#[async_trait]
+impl<P: Protocol + ?Sized> Protocol for std::sync::Arc<P> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    async fn respond(&self, env: &dyn Env, request: &Request, fingerprint: &Fingerprint) -> Option<Reply> {
+        (**self).respond(env, request, fingerprint).await
+    }
+    fn scope(&self, request: &Request) -> Option<Scope> {
+        (**self).scope(request)
+    }
+    fn lease_ms(&self, configured_ms: u64) -> u64 {
+        (**self).lease_ms(configured_ms)
+    }
+    async fn claim(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        fp: &Fingerprint,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Claimed, Reply> {
+        (**self).claim(env, s, fp, now, lease_ms).await
+    }
+    fn fingerprint_matches(&self, record: &Record, fingerprint: &Fingerprint) -> bool {
+        (**self).fingerprint_matches(record, fingerprint)
+    }
+    fn replay(&self, stored: StoredResponse) -> StoredResponse {
+        (**self).replay(stored)
+    }
+    async fn reject_invalid(&self, env: &dyn Env, scope: &Scope, attempt: Attempt, reply: &Reply) {
+        (**self).reject_invalid(env, scope, attempt, reply).await
+    }
+    async fn take_over(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Option<Takeover> {
+        (**self).take_over(env, s, expected, now, lease_ms).await
+    }
+    fn downstream_key(
+        &self,
+        s: &Scope,
+        fp: &Fingerprint,
+        attempt: Attempt,
+        recorded: Option<&DownstreamKey>,
+    ) -> DownstreamKey {
+        (**self).downstream_key(s, fp, attempt, recorded)
+    }
+    async fn before_commit(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        attempt: Attempt,
+        completion: &mut Completion,
+    ) -> Result<(), Reply> {
+        (**self).before_commit(env, s, attempt, completion).await
+    }
+    async fn complete(&self, env: &dyn Env, s: &Scope, attempt: Attempt, completion: Completion) -> Option<StoreReply> {
+        (**self).complete(env, s, attempt, completion).await
+    }
+    async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
+        (**self).sweep(env, now, window_ms).await
+    }
+    fn retries(&self, status: u16) -> bool {
+        (**self).retries(status)
+    }
+    fn backoff_ms(&self, env: &dyn ClientEnv, bound_ms: u64) -> u64 {
+        (**self).backoff_ms(env, bound_ms)
+    }
+    fn request_for_try(&self, request: &Request, try_no: u32) -> Request {
+        (**self).request_for_try(request, try_no)
+    }
+    fn retry_layers(&self) -> u32 {
+        (**self).retry_layers()
+    }
+}

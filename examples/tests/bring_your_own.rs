@@ -1,0 +1,198 @@
+//! The worked example, run as a user would run it: a store of one's own and
+//! a protocol variant of one's own, each caught by a sweep with its
+//! property, shrunk to a scenario file, and replayed from that file with
+//! the same trace hash. Only idemsim's public API is used.
+
+use idemsim_examples::{RacyStore, ReEncodingReplay};
+use idemsim_model::Property;
+use idemsim_scenarios::stress::{stress_with, BoxFuture, Opened, StressSpec};
+use idemsim_scenarios::Simulation;
+use idemsim_store::conformance::Conformance;
+use idemsim_store::{MemStore, StoreError};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("idemsim-examples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Sweeps, takes the first failing seed, shrinks it, writes the file, and
+/// replays the file with the same store and protocol: the same property
+/// breaks and the trace hash is the shrunk run's.
+fn caught_shrunk_and_replayed(sim: &Simulation, property: Property, file: &str) {
+    let report = sim.sweep().unwrap();
+    let first = report.failures.first().unwrap_or_else(|| panic!("not caught in {:?}", sim.subject()));
+    assert!(first.violations.iter().any(|v| v.property == property), "{:?}", first.violations);
+
+    let shrunk = sim.shrink(first.seed).unwrap();
+    assert_eq!(shrunk.property, property);
+    assert!(shrunk.after.events <= shrunk.before.events, "{} -> {}", shrunk.before, shrunk.after);
+    let path = scratch(file);
+    shrunk.write(&path).unwrap();
+
+    let mut again = Simulation::file(&path).unwrap();
+    again.store_kind(idemsim_sim::StoreKind::Mem);
+    let subject = sim.subject().clone();
+    if let Some(protocol) = subject.own_protocol() {
+        again.protocol(protocol);
+    }
+    if subject.store_name() == "racy" {
+        again.store("racy", || Ok(RacyStore::new()));
+    }
+    let seed = again.reproduced_seed().expect("a shrunk file names its seed");
+    let replayed = again.replay(seed).unwrap();
+    assert!(replayed.violations.iter().any(|v| v.property == property), "{:?}", replayed.violations);
+    assert_eq!(replayed.hash(), shrunk.outcome.hash(), "the file replays the shrunk run exactly");
+    let story = again.story(&replayed).unwrap();
+    assert!(story.lines().count() > 2, "{story}");
+}
+
+#[test]
+fn the_racy_claim_passes_the_sequential_kit() {
+    // One operation at a time, the read and the upsert never interleave.
+    let verdict = Conformance::new().cases(256).check(|| async { Ok(RacyStore::new()) });
+    assert!(verdict.is_ok(), "{}", verdict.unwrap_err());
+}
+
+#[test]
+fn the_racy_claim_is_caught_by_the_simulator_shrunk_and_replayed() {
+    let mut sim = Simulation::scenario("concurrent-duplicates").unwrap();
+    sim.store("racy", || Ok(RacyStore::new())).seeds(0..200).jobs(2);
+    caught_shrunk_and_replayed(&sim, Property::Fencing, "racy.json");
+}
+
+#[test]
+fn the_re_encoding_replay_is_caught_shrunk_and_replayed() {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.protocol(ReEncodingReplay).seeds(0..200).jobs(2);
+    caught_shrunk_and_replayed(&sim, Property::ReplayFidelity, "re-encoding.toml");
+}
+
+#[test]
+fn the_correct_protocol_on_a_store_of_ones_own_is_clean() {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.store("mine", || Ok(MemStore::new())).seeds(0..100).jobs(2).check_determinism(true);
+    sim.check();
+}
+
+#[test]
+fn the_harness_panics_with_the_story_and_how_to_reproduce_and_remembers_the_seed() {
+    let regressions = scratch("harness.idemsim-regressions");
+    let _ = std::fs::remove_file(&regressions);
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.protocol(ReEncodingReplay).seeds(0..200).jobs(2).regressions(&regressions);
+    let message = sim.check_result().unwrap_err();
+    assert!(message.contains("replay-fidelity"), "{message}");
+    assert!(message.contains("story:"), "{message}");
+    assert!(message.contains("reproduce: IDEMSIM_SEED="), "{message}");
+    let remembered = std::fs::read_to_string(&regressions).unwrap();
+    let seed = remembered.lines().find_map(|l| l.strip_prefix("seed ")).expect("the failing seed is kept");
+    // Next time the remembered seed runs first, before any sweep.
+    sim.seeds(100_000..100_001);
+    let again = sim.check_result().unwrap_err();
+    assert!(again.contains("a seed of the regressions file"), "{again}");
+    assert!(again.contains(&format!("seed {}", seed.split_whitespace().next().unwrap())), "{again}");
+}
+
+#[test]
+fn a_store_that_panics_fails_the_run_naming_the_store_and_the_seed() {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.store("explodes", || Ok(Explodes)).seeds(0..3).jobs(1);
+    let message = sim.check_result().unwrap_err();
+    assert!(message.contains("store 'explodes' panicked in claim"), "{message}");
+    assert!(message.contains("seed 0"), "{message}");
+}
+
+#[test]
+fn a_store_that_cannot_open_is_one_clear_line() {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.store("closed", || Err::<MemStore, _>(StoreError::Unavailable("no such database".into())));
+    let message = sim.seeds(0..2).check_result().unwrap_err();
+    assert!(message.contains("store 'closed' could not be opened: store unavailable: no such database"), "{message}");
+}
+
+#[test]
+fn the_stress_mode_runs_a_store_of_ones_own() {
+    let open = || -> BoxFuture<'static, Result<Opened, StoreError>> {
+        Box::pin(async { Ok(Opened::store(RacyStore::new())) })
+    };
+    let spec = StressSpec { requests: 300, ..StressSpec::default() };
+    let report = stress_with(&spec, &open, Arc::new(idemsim_sim::protocol::Correct)).unwrap();
+    assert_eq!(report.store, "racy");
+    assert!(report.sends >= 300 && report.pauses > 0, "{report:?}");
+}
+
+/// A store whose every claim panics.
+struct Explodes;
+
+#[async_trait::async_trait]
+impl idemsim_store::IdempotencyStore for Explodes {
+    fn name(&self) -> &str {
+        "explodes"
+    }
+    async fn claim(
+        &self,
+        _: &idemsim_model::Scope,
+        _: &idemsim_model::Fingerprint,
+        _: idemsim_model::SimTime,
+        _: u64,
+    ) -> Result<idemsim_model::Claim, StoreError> {
+        panic!("boom");
+    }
+    async fn take_over(
+        &self,
+        _: &idemsim_model::Scope,
+        _: idemsim_model::Attempt,
+        _: idemsim_model::SimTime,
+        _: u64,
+    ) -> Result<idemsim_model::Takeover, StoreError> {
+        Err(StoreError::Unavailable("unused".into()))
+    }
+    async fn write_recovery_point(
+        &self,
+        _: &idemsim_model::Scope,
+        _: idemsim_model::Attempt,
+        _: &idemsim_model::RecoveryPoint,
+    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        Err(StoreError::Unavailable("unused".into()))
+    }
+    async fn complete(
+        &self,
+        _: &idemsim_model::Scope,
+        _: idemsim_model::Attempt,
+        _: &idemsim_model::Completion,
+    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        Err(StoreError::Unavailable("unused".into()))
+    }
+    async fn release(
+        &self,
+        _: &idemsim_model::Scope,
+        _: idemsim_model::Attempt,
+    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        Err(StoreError::Unavailable("unused".into()))
+    }
+    async fn read(&self, _: &idemsim_model::Scope) -> Result<Option<idemsim_model::Record>, StoreError> {
+        Ok(None)
+    }
+    async fn effects(&self, _: &idemsim_model::Scope) -> Result<Vec<idemsim_model::LocalEffect>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn sweep(&self, _: idemsim_model::SimTime, _: u64) -> Result<Vec<idemsim_model::Scope>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn stale_in_progress(
+        &self,
+        _: idemsim_model::SimTime,
+        _: usize,
+    ) -> Result<Vec<(idemsim_model::Scope, idemsim_model::Record)>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn outbox_pending(&self, _: usize) -> Result<Vec<idemsim_model::OutboxEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn outbox_mark_published(&self, _: &idemsim_model::MessageId) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+}
