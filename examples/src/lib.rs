@@ -35,3 +35,15 @@ mod re_encoding;
 
 pub use racy_store::RacyStore;
 pub use re_encoding::ReEncodingReplay;
+
+/// `docs/store-testing.md`, compiled and run as a doctest here (this crate
+/// sees every idemsim crate as a user's crate does), so its examples stay
+/// true.
+#[doc = include_str!("../../docs/store-testing.md")]
+#[cfg(doctest)]
+pub struct StoreTestingGuide;
+
+/// `docs/scenarios.md`, compiled and run as a doctest.
+#[doc = include_str!("../../docs/scenarios.md")]
+#[cfg(doctest)]
+pub struct ScenariosGuide;

@@ -47,9 +47,3 @@ pub use panic::panic_message;
 pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
-
-/// `docs/store-testing.md`, compiled and run as a doctest so its example
-/// stays true.
-#[doc = include_str!("../../docs/store-testing.md")]
-#[cfg(doctest)]
-pub struct StoreTestingGuide;
