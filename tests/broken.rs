@@ -17,6 +17,8 @@ pub enum Flaw {
     PanicsOnTakeover,
     /// `read` never answers.
     HangsOnRead,
+    /// `complete` answers with an error.
+    ErrsOnComplete,
 }
 
 /// A `MemStore` with one flaw.
@@ -39,6 +41,7 @@ impl IdempotencyStore for Broken {
             Flaw::UnfencedCompletion => "mem with completion: unfenced",
             Flaw::PanicsOnTakeover => "mem that panics in take_over",
             Flaw::HangsOnRead => "mem that hangs in read",
+            Flaw::ErrsOnComplete => "mem that errs in complete",
         }
     }
 
@@ -72,6 +75,9 @@ impl IdempotencyStore for Broken {
         attempt: Attempt,
         completion: &Completion,
     ) -> Result<WriteOutcome, StoreError> {
+        if self.flaw == Flaw::ErrsOnComplete {
+            return Err(StoreError::Conflict("deliberate error".into()));
+        }
         if self.flaw == Flaw::UnfencedCompletion {
             // The flaw: complete whatever attempt holds the record now.
             if let Some(Record { state: RecordState::InProgress { attempt: holder, .. }, .. }) =

@@ -167,6 +167,15 @@ fn a_store_that_hangs_fails_the_run_with_its_name() {
     assert!(error.contains("store 'mem that hangs in read' did not answer read within 10 s"), "{error}");
 }
 
+/// Inside the simulator an error is the store failing, not a fault.
+#[test]
+fn a_store_that_errs_fails_the_run_with_its_name() {
+    let errs = idemsim_sim::Subject::store("errs", || Ok(Broken::new(Flaw::ErrsOnComplete)));
+    let out = run_seed(&SimConfig::default(), &errs, 0).unwrap();
+    let error = out.error.expect("the run fails").to_string();
+    assert!(error.contains("store 'mem that errs in complete' failed in complete: conflict: deliberate"), "{error}");
+}
+
 /// Every catalogue variant runs the same as its small `Protocol`
 /// implementation as it does as a `Steps` value.
 #[test]

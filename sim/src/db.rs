@@ -53,13 +53,13 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     });
 }
 
-/// Runs `op`, turning a panic or corrupt data into a failed reply and a
-/// broken store.
+/// Runs `op`, turning a panic or an error into a failed reply and a broken
+/// store. In the simulator the store runs in process: unavailability,
+/// timeouts and crashes are simulated around it, so a store that answers
+/// with an error (or panics) is itself failing, and the run says so.
 async fn guarded(sim: &crate::world::Sim, store: &dyn IdempotencyStore, op: &StoreOp) -> StoreReply {
     let broke = match AssertUnwindSafe(op.apply(store)).catch_unwind().await {
-        Ok(StoreReply::Failed(StoreError::Corrupt(e))) => {
-            format!("store '{}' returned corrupt data in {}: {e}", store.name(), op.name())
-        }
+        Ok(StoreReply::Failed(e)) => format!("store '{}' failed in {}: {e}", store.name(), op.name()),
         Ok(reply) => return reply,
         Err(panic) => format!("store '{}' panicked in {}: {}", store.name(), op.name(), panic_message(&*panic)),
     };

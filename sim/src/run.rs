@@ -115,7 +115,12 @@ impl Subject {
     }
 
     fn protocol_for(&self, config: &SimConfig) -> Arc<dyn Protocol> {
-        self.protocol.clone().unwrap_or_else(|| Arc::new(config.steps))
+        match (&self.protocol, config.steps == crate::Steps::default()) {
+            (Some(own), _) => own.clone(),
+            // The same steps without the per-step dispatch of `Steps`.
+            (None, true) => Arc::new(crate::protocol::Correct),
+            (None, false) => Arc::new(config.steps),
+        }
     }
 
     fn open(&self) -> Result<Arc<dyn IdempotencyStore>, String> {
@@ -163,7 +168,7 @@ pub enum RunError {
     #[error("the simulation panicked: {0}")]
     Panicked(String),
     /// The store under test could not be opened, or broke during the run
-    /// (it panicked, returned corrupt data, or never answered).
+    /// (it panicked, returned an error, or never answered).
     #[error("{0}")]
     Store(String),
 }

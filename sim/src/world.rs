@@ -179,8 +179,8 @@ impl World {
         }
     }
 
-    /// The store under test broke (it panicked, returned corrupt data or
-    /// never answered): the run stops and fails with `why`.
+    /// The store under test broke (it panicked, returned an error or never
+    /// answered): the run stops and fails with `why`.
     pub fn store_broke(&mut self, why: String) {
         if self.aborted.is_none() {
             self.abort_run(crate::RunError::Store(why));

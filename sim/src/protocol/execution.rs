@@ -8,10 +8,18 @@ use idemsim_model::{
     StoredResponse,
 };
 
-/// The `amount` of a JSON body, if there is one.
+/// The `amount` of a JSON body, if there is one (an integer).
 pub fn amount_of(request: &Request) -> Option<i64> {
-    let v: serde_json::Value = serde_json::from_slice(&request.body.0).ok()?;
-    v.get("amount")?.as_i64()
+    /// Only the field read; the rest of the body is skipped, not built.
+    #[derive(serde::Deserialize)]
+    struct Body {
+        amount: Option<i64>,
+    }
+    // A struct also deserializes from a JSON array; only an object has fields.
+    if request.body.0.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    serde_json::from_slice::<Body>(&request.body.0).ok()?.amount
 }
 
 /// Validation before execution begins: the body must carry a positive
@@ -83,6 +91,15 @@ mod tests {
             method: "POST".into(),
             path: path.into(),
             body: Bytes::text(body),
+        }
+    }
+
+    #[test]
+    fn the_amount_is_an_integer_field_of_a_json_object() {
+        let amount = |body: &str| amount_of(&request("/orders", body));
+        assert_eq!(amount(r#"{"currency":"eur","amount":7}"#), Some(7));
+        for none in [r#"{"amount":"7"}"#, r#"{"amount":1.5}"#, r#"{"amount":null}"#, "[7]", "{}", "nope"] {
+            assert_eq!(amount(none), None, "{none}");
         }
     }
 
