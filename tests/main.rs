@@ -6,4 +6,5 @@ mod cli;
 mod conformance;
 mod determinism;
 mod real_stores;
+mod redis_store;
 mod simulation;

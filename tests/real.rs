@@ -10,6 +10,11 @@ pub fn mysql_url() -> String {
     std::env::var("IDEMSIM_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
+/// `IDEMSIM_REDIS_URL`, or the local default.
+pub fn redis_url() -> String {
+    std::env::var("IDEMSIM_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
 /// The URL if its server accepts TCP connections. Otherwise: under
 /// `CI=true` a panic (CI must run these tests), elsewhere `None` and a
 /// message saying the test is skipped and how to run it.
@@ -29,7 +34,7 @@ pub fn server_or_skip(what: &str, url: String) -> Option<String> {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{why}; CI must run the real-store tests");
     }
-    eprintln!("SKIPPED: {why}. Start it, or point IDEMSIM_PG_URL / IDEMSIM_MYSQL_URL at one, to run this test.");
+    eprintln!("SKIPPED: {why}. Start it, or point IDEMSIM_PG_URL / IDEMSIM_MYSQL_URL / IDEMSIM_REDIS_URL at one, to run this test.");
     None
 }
 
@@ -40,7 +45,11 @@ fn host_port(url: &str) -> Option<String> {
     if host_port.contains(':') {
         Some(host_port.to_string())
     } else {
-        let port = if url.starts_with("mysql") { 3306 } else { 5432 };
+        let port = match url.split_once("://").map(|(scheme, _)| scheme) {
+            Some("mysql") => 3306,
+            Some("redis") => 6379,
+            _ => 5432,
+        };
         Some(format!("{host_port}:{port}"))
     }
 }

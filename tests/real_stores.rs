@@ -73,14 +73,14 @@ fn a_terminated_pg_connection_is_replaced() {
 
 #[test]
 fn broken_sql_fails_the_kit_on_real_servers() {
-    use idemsim_store::SqlFlaw;
+    use idemsim_store::StoreFlaw;
     if let Some(url) = server_or_skip("PostgreSQL", pg_url()) {
         let fresh = || {
             let url = url.clone();
             async move {
                 let store = PgStore::connect(&url, "idemsim_conformance_flawed", 1).await?;
                 store.reset().await?;
-                Ok(store.with_flaw(SqlFlaw::UnfencedCompletion))
+                Ok(store.with_flaw(StoreFlaw::UnfencedCompletion))
             }
         };
         let failure = Conformance::new().cases(256).check(fresh).expect_err("unfenced SQL must not conform");
@@ -93,7 +93,7 @@ fn broken_sql_fails_the_kit_on_real_servers() {
             async move {
                 let store = MySqlStore::connect(&url, "idemsim_conformance_flawed", 1).await?;
                 store.reset().await?;
-                Ok(store.with_flaw(SqlFlaw::UnfencedCompletion))
+                Ok(store.with_flaw(StoreFlaw::UnfencedCompletion))
             }
         };
         let failure = Conformance::new().cases(256).check(fresh).expect_err("unfenced SQL must not conform");
@@ -106,7 +106,7 @@ mod stress {
     use idemsim_scenarios::stress::{stress, StressSpec};
     use idemsim_scenarios::target::StoreTarget;
     use idemsim_sim::Variant;
-    use idemsim_store::SqlFlaw;
+    use idemsim_store::StoreFlaw;
 
     fn target(name: &str) -> Option<StoreTarget> {
         let url = match name {
@@ -126,7 +126,7 @@ mod stress {
         assert!(report.terminated > 0, "{name}: connections must be terminated: {report:?}");
     }
 
-    fn assert_caught(name: &str, flaw: SqlFlaw) {
+    fn assert_caught(name: &str, flaw: StoreFlaw) {
         let Some(target) = target(name) else { return };
         let schema = format!("idemsim_t_{name}_{}", flaw.name().replace('-', "_"));
         let spec = StressSpec { schema, ..StressSpec::default() };
@@ -146,22 +146,22 @@ mod stress {
 
     #[test]
     fn pg_check_then_insert_is_caught() {
-        assert_caught("pg", SqlFlaw::CheckThenInsert);
+        assert_caught("pg", StoreFlaw::CheckThenInsert);
     }
 
     #[test]
     fn pg_unfenced_completion_is_caught() {
-        assert_caught("pg", SqlFlaw::UnfencedCompletion);
+        assert_caught("pg", StoreFlaw::UnfencedCompletion);
     }
 
     #[test]
     fn mysql_check_then_insert_is_caught() {
-        assert_caught("mysql", SqlFlaw::CheckThenInsert);
+        assert_caught("mysql", StoreFlaw::CheckThenInsert);
     }
 
     #[test]
     fn mysql_unfenced_completion_is_caught() {
-        assert_caught("mysql", SqlFlaw::UnfencedCompletion);
+        assert_caught("mysql", StoreFlaw::UnfencedCompletion);
     }
 
     /// The stress mode runs the simulator's own protocol steps: the
@@ -170,7 +170,7 @@ mod stress {
     #[test]
     fn pg_protocol_variant_is_caught() {
         let Some(target) = target("pg") else { return };
-        assert_eq!(SqlFlaw::UnfencedCompletion.name(), Variant::UnfencedCompletion.name());
+        assert_eq!(StoreFlaw::UnfencedCompletion.name(), Variant::UnfencedCompletion.name());
         let spec = StressSpec { schema: "idemsim_t_pg_variant".into(), ..StressSpec::default() };
         let report = stress(&spec, &target, None, Variant::UnfencedCompletion.protocol()).unwrap();
         assert!(report.violations.iter().any(|v| v.property == idemsim_model::Property::Fencing), "{report:?}");

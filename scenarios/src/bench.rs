@@ -9,7 +9,7 @@ use crate::sweep::{sweep, SweepSpec};
 use crate::target::StoreTarget;
 use idemsim_sim::protocol::Correct;
 use idemsim_sim::{run_seed_here, RunError, SimConfig, StoreKind, Variant};
-use idemsim_store::SqlFlaw;
+use idemsim_store::StoreFlaw;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -223,7 +223,7 @@ fn ttff(config: &SimConfig, expect: Expect, spec: &BenchSpec) -> Ttff {
 }
 
 /// Stress chunks of 250 requests, seed after seed, until a violation.
-fn stress_ttff(target: &StoreTarget, flaw: SqlFlaw) -> Result<(f64, usize), String> {
+fn stress_ttff(target: &StoreTarget, flaw: StoreFlaw) -> Result<(f64, usize), String> {
     let started = Instant::now();
     let mut requests = 0;
     for seed in 0..40 {
@@ -310,8 +310,8 @@ fn side_by_side(
         return (Vec::new(), Some("no real store given (--stress-store)".into()));
     };
     let pairs = [
-        (Variant::CheckThenInsert, SqlFlaw::CheckThenInsert),
-        (Variant::UnfencedCompletion, SqlFlaw::UnfencedCompletion),
+        (Variant::CheckThenInsert, StoreFlaw::CheckThenInsert),
+        (Variant::UnfencedCompletion, StoreFlaw::UnfencedCompletion),
     ];
     let mut rows = Vec::new();
     for (variant, flaw) in pairs {

@@ -162,10 +162,10 @@ struct ShrinkArgs {
 
 #[derive(Args, Debug)]
 struct StoreArgs {
-    /// The store: mem, sqlite, pg or mysql.
+    /// The store: mem, sqlite, pg, mysql or redis.
     #[arg(long)]
     store: String,
-    /// Connection URL (default: IDEMSIM_PG_URL / IDEMSIM_MYSQL_URL, else the local server).
+    /// Connection URL (default: IDEMSIM_PG_URL / IDEMSIM_MYSQL_URL / IDEMSIM_REDIS_URL, else the local server).
     #[arg(long)]
     url: Option<String>,
 }
@@ -183,9 +183,9 @@ struct StressArgs {
     /// Requests in all.
     #[arg(long, default_value_t = 2000)]
     requests: usize,
-    /// Deliberately broken SQL (pg, mysql): check-then-insert or unfenced-completion.
+    /// A deliberately broken store statement (pg, mysql, redis): check-then-insert or unfenced-completion.
     #[arg(long, value_parser = parse_flaw)]
-    flaw: Option<idemsim_store::SqlFlaw>,
+    flaw: Option<idemsim_store::StoreFlaw>,
     /// The protocol variant the handlers run (a catalogue name, e.g.
     /// unfenced-completion; default correct): the simulator's own steps.
     #[arg(long, default_value = "correct", value_parser = parse_variant)]
@@ -251,8 +251,8 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
-fn parse_flaw(s: &str) -> Result<idemsim_store::SqlFlaw, String> {
-    idemsim_store::SqlFlaw::from_name(s)
+fn parse_flaw(s: &str) -> Result<idemsim_store::StoreFlaw, String> {
+    idemsim_store::StoreFlaw::from_name(s)
         .ok_or_else(|| format!("unknown flaw '{s}'; expected check-then-insert or unfenced-completion"))
 }
 

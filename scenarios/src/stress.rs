@@ -28,7 +28,7 @@ use idemsim_model::{
 use idemsim_sim::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, Reply, StoreOp, StoreReply};
 use idemsim_sim::rng::{between, chance, stream, SimRng, Stream};
 use idemsim_sim::{ProtocolSettings, RetryAfter};
-use idemsim_store::{IdempotencyStore, SqlFlaw, StoreError};
+use idemsim_store::{IdempotencyStore, StoreError, StoreFlaw};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -285,7 +285,7 @@ pub enum StressError {
 pub fn stress(
     spec: &StressSpec,
     target: &StoreTarget,
-    flaw: Option<SqlFlaw>,
+    flaw: Option<StoreFlaw>,
     protocol: Arc<dyn Protocol>,
 ) -> Result<StressReport, StressError> {
     let (schema, pool) = (spec.schema.clone(), spec.clients);

@@ -1,7 +1,7 @@
 //! Which real store a command talks to, and opening it.
 
 use crate::stress::Terminator;
-use idemsim_store::{IdempotencyStore, MemStore, MySqlStore, PgStore, SqlFlaw, SqliteStore, StoreError};
+use idemsim_store::{IdempotencyStore, MemStore, MySqlStore, PgStore, RedisStore, SqliteStore, StoreError, StoreFlaw};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -16,11 +16,14 @@ pub enum StoreTarget {
     Pg(String),
     /// `MySqlStore` at this URL.
     MySql(String),
+    /// `RedisStore` at this URL.
+    Redis(String),
 }
 
 impl StoreTarget {
-    /// Parses `mem`, `sqlite`, `pg` or `mysql`; `url` overrides the
-    /// `IDEMSIM_PG_URL` / `IDEMSIM_MYSQL_URL` settings.
+    /// Parses `mem`, `sqlite`, `pg`, `mysql` or `redis`; `url` overrides
+    /// the `IDEMSIM_PG_URL` / `IDEMSIM_MYSQL_URL` / `IDEMSIM_REDIS_URL`
+    /// settings.
     pub fn parse(name: &str, url: Option<&str>) -> Result<StoreTarget, String> {
         let env = |var: &str, default: &str| {
             url.map(str::to_string).or_else(|| std::env::var(var).ok()).unwrap_or(default.into())
@@ -30,7 +33,8 @@ impl StoreTarget {
             "sqlite" => Ok(StoreTarget::Sqlite),
             "pg" => Ok(StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"))),
             "mysql" => Ok(StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"))),
-            other => Err(format!("unknown store '{other}'; expected mem, sqlite, pg or mysql")),
+            "redis" => Ok(StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379"))),
+            other => Err(format!("unknown store '{other}'; expected mem, sqlite, pg, mysql or redis")),
         }
     }
 
@@ -41,42 +45,45 @@ impl StoreTarget {
             StoreTarget::Sqlite => "sqlite",
             StoreTarget::Pg(_) => "pg",
             StoreTarget::MySql(_) => "mysql",
+            StoreTarget::Redis(_) => "redis",
         }
     }
 
-    /// Opens an empty store in `schema` (SQL servers), with an optional
+    /// Opens an empty store in `schema` (SQL servers; the key prefix on
+    /// Redis), with an optional
     /// flaw, and how to terminate its connections. Call inside a Tokio
     /// runtime; the store's connections belong to it.
     pub async fn open(
         &self,
         schema: &str,
         pool: usize,
-        flaw: Option<SqlFlaw>,
+        flaw: Option<StoreFlaw>,
     ) -> Result<(Arc<dyn IdempotencyStore>, Option<Terminator>), StoreError> {
         match (self, flaw) {
             (StoreTarget::Mem, None) => Ok((Arc::new(MemStore::new()), None)),
             (StoreTarget::Sqlite, None) => Ok((Arc::new(SqliteStore::in_memory()?), None)),
             (StoreTarget::Mem | StoreTarget::Sqlite, Some(_)) => {
-                Err(StoreError::Unavailable("--flaw applies to the pg and mysql stores".into()))
+                Err(StoreError::Unavailable("--flaw applies to the pg, mysql and redis stores".into()))
             }
             (StoreTarget::Pg(url), flaw) => serve(PgStore::connect(url, schema, pool).await?, flaw).await,
             (StoreTarget::MySql(url), flaw) => serve(MySqlStore::connect(url, schema, pool).await?, flaw).await,
+            (StoreTarget::Redis(url), flaw) => serve(RedisStore::connect(url, schema, pool).await?, flaw).await,
         }
     }
 }
 
-/// What a SQL server store offers beyond the trait, for stress runs.
-trait SqlServer: IdempotencyStore + Clone + 'static {
+/// What a server store offers beyond the trait, for stress runs.
+trait ServerStore: IdempotencyStore + Clone + 'static {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
-    fn flawed(self, flaw: SqlFlaw) -> Self;
+    fn flawed(self, flaw: StoreFlaw) -> Self;
     fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
-impl SqlServer for PgStore {
+impl ServerStore for PgStore {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         PgStore::reset(self)
     }
-    fn flawed(self, flaw: SqlFlaw) -> Self {
+    fn flawed(self, flaw: StoreFlaw) -> Self {
         self.with_flaw(flaw)
     }
     fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send {
@@ -84,11 +91,23 @@ impl SqlServer for PgStore {
     }
 }
 
-impl SqlServer for MySqlStore {
+impl ServerStore for RedisStore {
+    fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        RedisStore::reset(self)
+    }
+    fn flawed(self, flaw: StoreFlaw) -> Self {
+        self.with_flaw(flaw)
+    }
+    fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.terminate_a_connection(pick)
+    }
+}
+
+impl ServerStore for MySqlStore {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         MySqlStore::reset(self)
     }
-    fn flawed(self, flaw: SqlFlaw) -> Self {
+    fn flawed(self, flaw: StoreFlaw) -> Self {
         self.with_flaw(flaw)
     }
     fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send {
@@ -97,9 +116,9 @@ impl SqlServer for MySqlStore {
 }
 
 /// An emptied server store, flawed if asked, with its connection killer.
-async fn serve<S: SqlServer>(
+async fn serve<S: ServerStore>(
     store: S,
-    flaw: Option<SqlFlaw>,
+    flaw: Option<StoreFlaw>,
 ) -> Result<(Arc<dyn IdempotencyStore>, Option<Terminator>), StoreError> {
     store.reset().await?;
     let store = match flaw {

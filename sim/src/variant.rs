@@ -385,7 +385,7 @@ mod tests {
     /// breaks.
     #[test]
     fn sql_flaws_are_named_after_their_steps() {
-        for flaw in idemsim_store::SqlFlaw::ALL {
+        for flaw in idemsim_store::StoreFlaw::ALL {
             let variant = Variant::from_name(flaw.name()).expect("a catalogue variant of the same name");
             assert_eq!(variant.steps().broken().len(), 1, "{flaw:?}");
         }

@@ -1,11 +1,13 @@
-//! Deliberately broken SQL, for showing what the stress mode catches.
+//! Deliberately broken store statements (SQL or Redis scripts), for showing
+//! what the stress mode and the conformance kit catch.
 
-/// One way to get the SQL wrong. The correct adapters use none. Each is
+/// One way to get a store's statements wrong (the PostgreSQL, MySQL and
+/// Redis adapters each have both). The correct adapters use none. Each is
 /// the store-level form of a catalogue step and carries that step's name
 /// (`idemsim_sim::Variant`), so "check-then-insert" means the same bug in
 /// a scenario, in `stress --variant` and in `stress --flaw`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SqlFlaw {
+pub enum StoreFlaw {
     /// The claim SELECTs, and if nothing is there, upserts the row without
     /// relying on the unique constraint: two racers both "win".
     CheckThenInsert,
@@ -14,20 +16,20 @@ pub enum SqlFlaw {
     UnfencedCompletion,
 }
 
-impl SqlFlaw {
+impl StoreFlaw {
     /// Every flaw.
-    pub const ALL: [SqlFlaw; 2] = [SqlFlaw::CheckThenInsert, SqlFlaw::UnfencedCompletion];
+    pub const ALL: [StoreFlaw; 2] = [StoreFlaw::CheckThenInsert, StoreFlaw::UnfencedCompletion];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
-            SqlFlaw::CheckThenInsert => "check-then-insert",
-            SqlFlaw::UnfencedCompletion => "unfenced-completion",
+            StoreFlaw::CheckThenInsert => "check-then-insert",
+            StoreFlaw::UnfencedCompletion => "unfenced-completion",
         }
     }
 
     /// Parses a name.
-    pub fn from_name(name: &str) -> Option<SqlFlaw> {
-        SqlFlaw::ALL.into_iter().find(|f| f.name() == name)
+    pub fn from_name(name: &str) -> Option<StoreFlaw> {
+        StoreFlaw::ALL.into_iter().find(|f| f.name() == name)
     }
 }

@@ -32,18 +32,22 @@ mod mysql;
 mod panic;
 #[cfg(feature = "pg")]
 mod pg;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod sql;
 mod sqlite;
 mod store;
 
 pub use durability::CrashDurability;
 pub use error::StoreError;
-pub use flaw::SqlFlaw;
+pub use flaw::StoreFlaw;
 pub use mem::MemStore;
 #[cfg(feature = "mysql")]
 pub use mysql::{MySqlStore, MYSQL_SCHEMA};
 pub use panic::panic_message;
 #[cfg(feature = "pg")]
 pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
+#[cfg(feature = "redis")]
+pub use redis_store::{mask_url, RedisStore};
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;

@@ -6,7 +6,7 @@
 //! (`CLIENT_FOUND_ROWS`), so a fenced write is exactly "zero rows".
 
 use crate::sql::{attempt_of, check_identifier, limit_of, ms, RecordRow, RECORD_COLUMNS};
-use crate::{IdempotencyStore, SqlFlaw, StoreError};
+use crate::{IdempotencyStore, StoreError, StoreFlaw};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Bytes, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, LocalEffect, MessageId, OutboxEntry,
@@ -26,7 +26,7 @@ const KEY_CHARS_MAX: usize = 191;
 pub struct MySqlStore {
     pool: Pool,
     database: String,
-    flaw: Option<SqlFlaw>,
+    flaw: Option<StoreFlaw>,
 }
 
 impl MySqlStore {
@@ -61,7 +61,7 @@ impl MySqlStore {
     }
 
     /// The same store with deliberately broken SQL (for the stress tests).
-    pub fn with_flaw(self, flaw: SqlFlaw) -> MySqlStore {
+    pub fn with_flaw(self, flaw: StoreFlaw) -> MySqlStore {
         MySqlStore { flaw: Some(flaw), ..self }
     }
 
@@ -210,8 +210,8 @@ impl IdempotencyStore for MySqlStore {
     fn name(&self) -> &str {
         match self.flaw {
             None => "mysql",
-            Some(SqlFlaw::CheckThenInsert) => "mysql-check-then-insert",
-            Some(SqlFlaw::UnfencedCompletion) => "mysql-unfenced-completion",
+            Some(StoreFlaw::CheckThenInsert) => "mysql-check-then-insert",
+            Some(StoreFlaw::UnfencedCompletion) => "mysql-unfenced-completion",
         }
     }
 
@@ -220,7 +220,7 @@ impl IdempotencyStore for MySqlStore {
         let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
         let (caller, key) = (scope.caller.0.as_str(), scope.key.0.as_str());
         let mut c = self.conn().await?;
-        if self.flaw == Some(SqlFlaw::CheckThenInsert) {
+        if self.flaw == Some(StoreFlaw::CheckThenInsert) {
             // The flaw: look, then write, in separate statements.
             if let Some(existing) = select_record(&mut c, scope, false).await? {
                 return Ok(Claim::Existing(existing));
@@ -322,7 +322,7 @@ impl IdempotencyStore for MySqlStore {
         let mut c = self.conn().await?;
         let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
         let (status, body) = (completion.response.status, completion.response.body.0.as_slice());
-        if self.flaw == Some(SqlFlaw::UnfencedCompletion) {
+        if self.flaw == Some(StoreFlaw::UnfencedCompletion) {
             let sql = "UPDATE idem_records SET response_status = ?, response_body = ?, locked_until = NULL, status = 'completed' \
                        WHERE caller = ? AND `key` = ? AND status = 'in_progress'";
             tx.exec_drop(sql, (status, body, caller, key)).await.map_err(map_err)?;

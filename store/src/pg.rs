@@ -7,7 +7,7 @@
 //! gain here.)
 
 use crate::sql::{attempt_of, check_identifier, limit_of, ms, RecordRow, RECORD_COLUMNS};
-use crate::{IdempotencyStore, SqlFlaw, StoreError};
+use crate::{IdempotencyStore, StoreError, StoreFlaw};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Bytes, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, LocalEffect, MessageId, OutboxEntry,
@@ -48,7 +48,7 @@ struct Inner {
     schema: String,
     conns: Vec<Mutex<Option<Client>>>,
     next: AtomicUsize,
-    flaw: Option<SqlFlaw>,
+    flaw: Option<StoreFlaw>,
 }
 
 impl PgStore {
@@ -79,7 +79,7 @@ impl PgStore {
     }
 
     /// The same store with deliberately broken SQL (for the stress tests).
-    pub fn with_flaw(self, flaw: SqlFlaw) -> PgStore {
+    pub fn with_flaw(self, flaw: StoreFlaw) -> PgStore {
         let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| panic!("with_flaw needs the only handle"));
         PgStore { inner: Arc::new(Inner { flaw: Some(flaw), ..inner }) }
     }
@@ -206,8 +206,8 @@ impl IdempotencyStore for PgStore {
     fn name(&self) -> &str {
         match self.inner.flaw {
             None => "pg",
-            Some(SqlFlaw::CheckThenInsert) => "pg-check-then-insert",
-            Some(SqlFlaw::UnfencedCompletion) => "pg-unfenced-completion",
+            Some(StoreFlaw::CheckThenInsert) => "pg-check-then-insert",
+            Some(StoreFlaw::UnfencedCompletion) => "pg-unfenced-completion",
         }
     }
 
@@ -215,7 +215,7 @@ impl IdempotencyStore for PgStore {
         let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
         let mut guard = self.conn().await?;
         let c = guard.as_mut().expect("conn() connects");
-        if self.inner.flaw == Some(SqlFlaw::CheckThenInsert) {
+        if self.inner.flaw == Some(StoreFlaw::CheckThenInsert) {
             // The flaw: look, then write, in separate statements.
             if let Some(existing) = select_record(&*c, scope).await? {
                 return Ok(Claim::Existing(existing));
@@ -291,7 +291,7 @@ impl IdempotencyStore for PgStore {
         let tx = guard.as_mut().expect("conn() connects").transaction().await.map_err(map_err)?;
         let status = i32::from(completion.response.status);
         let body = &completion.response.body.0;
-        let changed = if self.inner.flaw == Some(SqlFlaw::UnfencedCompletion) {
+        let changed = if self.inner.flaw == Some(StoreFlaw::UnfencedCompletion) {
             let sql = "UPDATE idem_records SET status = 'completed', response_status = $1, response_body = $2, \
                        locked_until = NULL WHERE caller = $3 AND key = $4 AND status = 'in_progress'";
             tx.execute(sql, &[&status, body, &scope.caller.0, &scope.key.0]).await

@@ -1,0 +1,17 @@
+-- claim(member, fingerprint, now, locked_until): atomic insert-if-absent.
+-- {1, attempt} for the inserter (1, or one more than a released record's
+-- tombstone held); {0, record} for everyone else.
+local m, fp, now, until_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local st = redis.call('HMGET', rkey(m), 'status', 'attempt')
+local attempt = 1
+if st[1] then
+  if st[1] ~= 'released' then return {0, record(m)} end
+  attempt = tonumber(st[2]) + 1
+end
+redis.call('DEL', rkey(m))
+redis.call('HSET', rkey(m), 'fp', fp, 'status', 'in_progress', 'attempt', attempt,
+  'locked_until', until_ms, 'created_at', now)
+redis.call('ZADD', IDX, 0, m)
+redis.call('ZADD', CREATED, now, m)
+redis.call('ZADD', LEASES, until_ms, m)
+return {1, attempt}

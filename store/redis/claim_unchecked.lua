@@ -1,0 +1,15 @@
+-- The broken claim of `--flaw check-then-insert`, after a separate read
+-- found nothing: a plain SET of a new in_progress record, with no NX, so
+-- it overwrites whatever another claimer inserted meanwhile and both own
+-- the same attempt. Arguments as claim.lua's.
+local m, fp, now, until_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local st = redis.call('HMGET', rkey(m), 'status', 'attempt')
+local attempt = 1
+if st[1] == 'released' then attempt = tonumber(st[2]) + 1 end
+if st[1] == 'in_progress' then attempt = tonumber(st[2]) end
+redis.call('HSET', rkey(m), 'fp', fp, 'status', 'in_progress', 'attempt', attempt,
+  'locked_until', until_ms, 'created_at', now)
+redis.call('ZADD', IDX, 0, m)
+redis.call('ZADD', CREATED, now, m)
+redis.call('ZADD', LEASES, until_ms, m)
+return {1, attempt}

@@ -1,0 +1,32 @@
+-- Prepended to every script. KEYS[1] is the store's prefix in a hash tag,
+-- "{prefix}": every key of the store shares it, so all of a store's keys
+-- hash to one slot and each script is atomic over everything it touches.
+--
+-- A record of scope (caller, key) is the hash P:r:<m>, where the member
+-- m = caller .. "\0" .. key; its local effect rows are the list P:e:<m>
+-- (id, data pairs); its outbox messages are hashes P:o:<id> listed by
+-- commit order in the sorted set P:pending until published.
+-- Indexes: P:idx (every member, score 0, so ZRANGE orders members
+-- bytewise: scope order), P:created (by created_at, for the sweep),
+-- P:leases (in_progress members by locked_until, for stale scans).
+local P = KEYS[1]
+local IDX, CREATED, LEASES = P .. ':idx', P .. ':created', P .. ':leases'
+local PENDING, SEQ = P .. ':pending', P .. ':seq'
+local function rkey(m) return P .. ':r:' .. m end
+local function ekey(m) return P .. ':e:' .. m end
+local function okey(id) return P .. ':o:' .. id end
+
+-- The record's fields in the order the Rust side decodes them (false where
+-- absent), or nil when there is no record.
+local FIELDS = {'fp', 'status', 'attempt', 'locked_until', 'rkey', 'rdata', 'rstatus', 'rbody', 'created_at'}
+local function record(m)
+  local values = redis.call('HMGET', rkey(m), unpack(FIELDS))
+  if not values[2] then return nil end
+  return values
+end
+
+-- True when the record is in_progress and held by `attempt` (a string).
+local function held(m, attempt)
+  local st = redis.call('HMGET', rkey(m), 'status', 'attempt')
+  return st[1] == 'in_progress' and st[2] == attempt
+end
