@@ -159,6 +159,10 @@ fn artifacts() -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    idemsim_no_browser,
+    ignore = "Chromium and chromedriver are not installed (apt install chromium chromium-driver)"
+)]
 fn the_html_timeline_renders_lanes_the_violation_and_steps_in_chromium() {
     if !browser_available() {
         return;

@@ -26,12 +26,14 @@ fn assert_conforms(target: StoreTarget) {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_pg, ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)")]
 fn pg_store_conforms() {
     let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
     assert_conforms(StoreTarget::Pg(url));
 }
 
 #[test]
+#[cfg_attr(idemsim_no_mysql, ignore = "MariaDB not reachable when the tests were built (start it; see tests/build.rs)")]
 fn mysql_store_conforms() {
     let Some(url) = server_or_skip("MariaDB", mysql_url()) else { return };
     assert_conforms(StoreTarget::MySql(url));
@@ -53,6 +55,7 @@ fn bad_connection_settings_are_clear_errors() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_pg, ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)")]
 fn a_terminated_pg_connection_is_replaced() {
     let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
     runtime().block_on(async {
@@ -72,6 +75,10 @@ fn a_terminated_pg_connection_is_replaced() {
 }
 
 #[test]
+#[cfg_attr(
+    any(idemsim_no_pg, idemsim_no_mysql),
+    ignore = "PostgreSQL and MariaDB not reachable when the tests were built (start it; see tests/build.rs)"
+)]
 fn broken_sql_fails_the_kit_on_real_servers() {
     use idemsim_store::StoreFlaw;
     if let Some(url) = server_or_skip("PostgreSQL", pg_url()) {
@@ -135,31 +142,55 @@ mod stress {
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_pg,
+        ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn pg_passes_stress() {
         assert_clean("pg");
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_mysql,
+        ignore = "MariaDB not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn mysql_passes_stress() {
         assert_clean("mysql");
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_pg,
+        ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn pg_check_then_insert_is_caught() {
         assert_caught("pg", StoreFlaw::CheckThenInsert);
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_pg,
+        ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn pg_unfenced_completion_is_caught() {
         assert_caught("pg", StoreFlaw::UnfencedCompletion);
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_mysql,
+        ignore = "MariaDB not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn mysql_check_then_insert_is_caught() {
         assert_caught("mysql", StoreFlaw::CheckThenInsert);
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_mysql,
+        ignore = "MariaDB not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn mysql_unfenced_completion_is_caught() {
         assert_caught("mysql", StoreFlaw::UnfencedCompletion);
     }
@@ -168,6 +199,10 @@ mod stress {
     /// catalogue's unfenced completion, on a correct store, is caught
     /// there too, under the name the SQL flaw of the same bug has.
     #[test]
+    #[cfg_attr(
+        idemsim_no_pg,
+        ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn pg_protocol_variant_is_caught() {
         let Some(target) = target("pg") else { return };
         assert_eq!(StoreFlaw::UnfencedCompletion.name(), Variant::UnfencedCompletion.name());
@@ -199,6 +234,10 @@ mod cli {
     }
 
     #[test]
+    #[cfg_attr(
+        idemsim_no_pg,
+        ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn check_store_prints_a_verdict_table() {
         let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
         let (code, out, err) = idemsim(&["check-store", "--store", "pg", "--url", &url, "--seed", "1"]);
@@ -229,6 +268,10 @@ mod cli {
     }
 
     #[test]
+    #[cfg_attr(
+        any(idemsim_no_pg, idemsim_no_mysql),
+        ignore = "PostgreSQL and MariaDB not reachable when the tests were built (start it; see tests/build.rs)"
+    )]
     fn a_missing_permission_is_one_line_and_exit_2() {
         if let Some(url) = server_or_skip("PostgreSQL", pg_url()) {
             runtime().block_on(async {

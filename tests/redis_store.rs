@@ -37,6 +37,7 @@ fn fresh(
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn redis_store_conforms() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let verdict = Conformance::new().cases(256).check(fresh(&url, "idemsim_t_conform", None));
@@ -46,6 +47,7 @@ fn redis_store_conforms() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn an_unfenced_redis_completion_fails_the_kit() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let flawed = fresh(&url, "idemsim_t_conform_flawed", Some(StoreFlaw::UnfencedCompletion));
@@ -54,6 +56,7 @@ fn an_unfenced_redis_completion_fails_the_kit() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn redis_passes_stress_with_connections_killed() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let target = StoreTarget::parse("redis", Some(&url)).unwrap();
@@ -66,6 +69,7 @@ fn redis_passes_stress_with_connections_killed() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn both_broken_redis_variants_are_caught_by_stress() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let target = StoreTarget::parse("redis", Some(&url)).unwrap();
@@ -81,6 +85,7 @@ fn both_broken_redis_variants_are_caught_by_stress() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn reset_deletes_only_its_own_prefix() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     runtime().block_on(async {
@@ -112,6 +117,7 @@ fn idemsim(args: &[&str]) -> (i32, String, String) {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn check_store_on_redis_prints_a_verdict() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let (code, out, err) = idemsim(&["check-store", "--store", "redis", "--url", &url, "--requests", "300"]);
@@ -120,6 +126,7 @@ fn check_store_on_redis_prints_a_verdict() {
 }
 
 #[test]
+#[cfg_attr(idemsim_no_redis, ignore = "Redis not reachable when the tests were built (start it; see tests/build.rs)")]
 fn bad_redis_settings_are_one_line_exit_2_and_never_show_the_password() {
     let Some(_) = server_or_skip("Redis", redis_url()) else { return };
     let cases: [(&str, &str); 3] = [

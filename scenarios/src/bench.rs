@@ -120,6 +120,8 @@ pub struct BenchReport {
     pub side_by_side_skipped: Option<String>,
     /// Targets and marks.
     pub targets: Vec<Target>,
+    /// Stopped by Ctrl-C: the figures are partial and judged by no target.
+    pub interrupted: bool,
 }
 
 fn throughput(config: &SimConfig, seeds: u64, jobs: usize) -> Result<(f64, f64, f64), String> {
@@ -142,7 +144,7 @@ fn throughput(config: &SimConfig, seeds: u64, jobs: usize) -> Result<(f64, f64, 
 fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Point, String> {
     let started = Instant::now();
     let mut events = 0u64;
-    for seed in 0..seeds {
+    for seed in (0..seeds).take_while(|_| !crate::sweep::stopped()) {
         let outcome = run_seed_here(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?;
         if let Some(RunError::Panicked(why)) = outcome.error {
             return Err(format!("seed {seed} of {label} panicked: {why}"));
@@ -172,7 +174,7 @@ fn peak_rss_mib() -> f64 {
 /// One independent sweep: seeds from `start` until one violates `expect`.
 fn first_failure(config: &SimConfig, expect: Expect, start: u64, seeds_max: u64) -> Option<(u64, f64)> {
     let started = Instant::now();
-    for i in 0..seeds_max {
+    for i in (0..seeds_max).take_while(|_| !crate::sweep::stopped()) {
         // Seeds run in turn on this thread, as a sweep's worker runs them;
         // after a panic the thread's runtime state cannot be trusted.
         let outcome = run_seed_here(config, StoreKind::Mem, start + i).ok()?;
@@ -226,7 +228,7 @@ fn ttff(config: &SimConfig, expect: Expect, spec: &BenchSpec) -> Ttff {
 fn stress_ttff(target: &StoreTarget, flaw: StoreFlaw) -> Result<(f64, usize), String> {
     let started = Instant::now();
     let mut requests = 0;
-    for seed in 0..40 {
+    for seed in (0..40).take_while(|_| !crate::sweep::stopped()) {
         let spec = StressSpec { seed, requests: 250, schema: "idemsim_bench".into(), ..StressSpec::default() };
         let report = stress(&spec, target, Some(flaw), Arc::new(Correct)).map_err(|e| e.to_string())?;
         requests += report.sends;
@@ -283,8 +285,14 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     let time_to_first_failure = detail.iter().map(|(k, t)| (k.clone(), t.median_ms)).collect();
     let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
     let jobs = two / seeds_per_sec;
-    let targets = targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, &detail);
+    // An interrupted bench measured part of each figure: no verdicts on them.
+    let interrupted = crate::sweep::stopped();
+    let targets = match interrupted {
+        true => Vec::new(),
+        false => targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, &detail),
+    };
     Ok(BenchReport {
+        interrupted,
         seeds_per_sec,
         events_per_sec,
         sim_to_wall_ratio,
@@ -314,7 +322,7 @@ fn side_by_side(
         (Variant::UnfencedCompletion, StoreFlaw::UnfencedCompletion),
     ];
     let mut rows = Vec::new();
-    for (variant, flaw) in pairs {
+    for (variant, flaw) in pairs.into_iter().take_while(|_| !crate::sweep::stopped()) {
         let Some(sim) = detail.get(&format!("default/{variant}")) else { continue };
         say(&format!("side by side: {} under stress on {}", flaw.name(), target.name()));
         match stress_ttff(target, flaw) {

@@ -18,6 +18,8 @@ pub const EXIT_CLEAN: i32 = 0;
 pub const EXIT_VIOLATION: i32 = 1;
 /// Exit code: bad usage or input.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code: stopped by Ctrl-C (after printing what was found so far).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -112,9 +114,12 @@ struct RunArgs {
     #[arg(long)]
     check_determinism: bool,
     /// Run only shard K of N of the seeds (K in 1..=N), for splitting a
-    /// sweep across machines; combine the --json reports with `idemsim merge`.
+    /// sweep across machines; combine the --json reports with `idemsim
+    /// merge`. `--shard env` takes K and N from a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, IDEMSIM_SHARD_COUNT) or a Slurm array
+    /// (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT).
     #[arg(long, value_parser = parse_shard)]
-    shard: Option<(u64, u64)>,
+    shard: Option<Shard>,
     /// One JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -239,16 +244,25 @@ struct BenchArgs {
     /// Print the JSON report instead of the table.
     #[arg(long)]
     json: bool,
+    /// Exit 1 when a target is not met (CI gates on it); by default bench
+    /// reports FAIL marks and exits 0.
+    #[arg(long)]
+    strict: bool,
 }
 
-fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("'{s}' is not a shard; expected K/N with 1 <= K <= N, e.g. 2/8");
-    let (k, n) = s.split_once('/').ok_or_else(bad)?;
-    let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-    if k == 0 || n == 0 || k > n {
-        return Err(bad());
+/// A shard given on the command line, or taken from a job array's
+/// environment.
+#[derive(Clone, Copy, Debug)]
+enum Shard {
+    Given(u64, u64),
+    Env,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    if s == "env" {
+        return Ok(Shard::Env);
     }
-    Ok((k, n))
+    crate::shard::parse(s).map(|(k, n)| Shard::Given(k, n))
 }
 
 fn parse_flaw(s: &str) -> Result<idemsim_store::StoreFlaw, String> {
@@ -277,15 +291,47 @@ fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
     Ok(a..b)
 }
 
+/// How the user ran idemsim, for the commands it prints: `idemsim` when
+/// it ran from the PATH, `cargo run --release --bin idemsim --` when it
+/// ran from a cargo target directory, else the path it was run by.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The command prefix reproduce lines start with (see [`PROGRAM`]).
+pub fn program() -> &'static str {
+    PROGRAM.get().map_or("idemsim", String::as_str)
+}
+
+fn program_of(argv0: &str) -> String {
+    let path = std::path::Path::new(argv0);
+    if path.components().count() <= 1 {
+        return "idemsim".into();
+    }
+    let dir = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str());
+    let in_target = path.parent().and_then(|p| p.parent()).and_then(|p| p.file_name()).is_some_and(|n| n == "target");
+    match (in_target, dir) {
+        (true, Some("release")) => "cargo run --release --bin idemsim --".into(),
+        (true, Some("debug")) => "cargo run --bin idemsim --".into(),
+        _ => argv0.to_string(),
+    }
+}
+
 /// Runs the command line `args` (program name first).
 pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if let Some(argv0) = args.first() {
+        let _ = PROGRAM.set(program_of(argv0));
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_CLEAN };
             let text = e.render().to_string();
-            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
-            return code;
+            if !e.use_stderr() {
+                let _ = write!(out, "{text}"); // --help, --version
+                return EXIT_CLEAN;
+            }
+            // A usage error is its first line; `--help` has the rest.
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
+            let _ = writeln!(err, "{first} (see --help)");
+            return EXIT_USAGE;
         }
     };
     let result = match cli.command {
@@ -348,15 +394,16 @@ fn cmd_explain(name: &str, json: bool, toml: bool, out: &mut dyn Write) -> Resul
             }
             writeln!(out, "\ntry:")?;
             for variant in s.expect.keys() {
-                writeln!(out, "  idemsim run --scenario {} --variant {variant} --seeds 0..200", s.name)?;
+                writeln!(out, "  {} run --scenario {} --variant {variant} --seeds 0..200", program(), s.name)?;
             }
-            writeln!(out, "  idemsim run --scenario {} --variant <variant> --seeds 0..200 --shrink", s.name)?;
+            writeln!(out, "  {} run --scenario {} --variant <variant> --seeds 0..200 --shrink", program(), s.name)?;
             writeln!(
                 out,
-                "  idemsim replay --scenario {} --variant <variant> --seed <a failing seed> --html t.html",
+                "  {} replay --scenario {} --variant <variant> --seed <a failing seed> --html t.html",
+                program(),
                 s.name
             )?;
-            writeln!(out, "  idemsim explain {} --json > my-scenario.json   # then edit, and run --file", s.name)
+            writeln!(out, "  {} explain {} --json > my-scenario.json   # then edit, and run --file", program(), s.name)
         })()
     };
     written.map_err(|e| e.to_string())?;
@@ -371,17 +418,27 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     if jobs == 0 || jobs > 1024 {
         return Err("--jobs must be between 1 and 1024".into());
     }
+    let shard = match args.shard {
+        Some(Shard::Env) => Some(crate::shard::from_env()?),
+        Some(Shard::Given(k, n)) => Some((k, n)),
+        None => None,
+    };
+    let shrink_out = match (args.shrink, &args.shrink_out) {
+        (true, Some(path)) => Some(crate::output::prepare(path, &["json", "toml"], "the shrunk scenario")?),
+        _ => None,
+    };
     let subject = Subject::from(args.target.store);
-    let spec = SweepSpec {
+    let mut spec = SweepSpec {
         config: scenario.config_for(&variant)?,
         subject: subject.clone(),
         seeds: seeds.clone(),
         jobs,
         check_determinism: args.check_determinism,
-        record_hashes: args.json && seeds.end - seeds.start <= 100_000,
-        shard: args.shard,
+        record_hashes: false,
+        shard,
     };
-    let total = seeds.end - seeds.start;
+    let total = spec.seed_count();
+    spec.record_hashes = args.json && total <= 100_000;
     let progress = report::Progress::new(total, !args.json);
     let result = sweep(&spec, &|done| progress.tick(done));
     progress.finish();
@@ -392,7 +449,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         subject: &subject,
         seeds,
         jobs,
-        shard: args.shard,
+        shard,
         file: args.target.file.as_deref(),
     };
     if args.json {
@@ -401,8 +458,17 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         report::sweep_text(&ctx, &report, out).map_err(|e| e.to_string())?;
     }
     let _ = err.flush();
+    if report.interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    // A scenario file is a test: its `expect` for the variant is the verdict.
+    let expected = args.target.file.as_ref().and_then(|_| scenario.expect.get(&variant).copied());
+    let code = match expected {
+        Some(expect) => judge_expect(expect, &report, out),
+        None => exit_code(&report),
+    };
     if let (true, Some(first)) = (args.shrink, report.failures.first()) {
-        let path = args.shrink_out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, first.seed));
+        let path = shrink_out.unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, first.seed));
         let spec = crate::shrink::ShrinkSpec {
             scenario: &scenario,
             variant: &variant,
@@ -417,7 +483,33 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
             let _ = writeln!(out, "  could not shrink: {why}");
         }
     }
-    Ok(exit_code(&report))
+    Ok(code)
+}
+
+/// The exit code of a sweep of a scenario file that says what it expects:
+/// 0 when the verdict is the expected one, 1 (with a line saying why) when
+/// it is not.
+fn judge_expect(expect: crate::Expect, report: &SweepReport, out: &mut dyn Write) -> i32 {
+    let broken: Vec<_> = report.violations_by_property.keys().copied().collect();
+    let (met, why) = match expect {
+        crate::Expect::Clean => (report.seeds_failed == 0, "the file expects a clean run".to_string()),
+        crate::Expect::Violates(p) => {
+            (broken.contains(&p) && report.divergence.is_none(), format!("the file expects a {} violation", p.name()))
+        }
+    };
+    let got = match broken.is_empty() {
+        true => "none".to_string(),
+        false => broken.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
+    };
+    let _ =
+        writeln!(out, "expected: {expect}; violated: {got}: {}", if met { "as expected" } else { "NOT as expected" });
+    match met && report.seeds_errored == 0 {
+        true => EXIT_CLEAN,
+        false => {
+            let _ = writeln!(out, "{why}, and the run did not give it");
+            EXIT_VIOLATION
+        }
+    }
 }
 
 fn default_shrink_path(scenario: &str, variant: &str, seed: u64) -> std::path::PathBuf {
@@ -428,6 +520,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
     let variant = variant_of(&args.target, &scenario)?;
     let path = args.out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, args.seed));
+    let path = crate::output::prepare(&path, &["json", "toml"], "the shrunk scenario")?;
     let spec = crate::shrink::ShrinkSpec {
         scenario: &scenario,
         variant: &variant,
@@ -464,7 +557,7 @@ fn shrink_and_write(
     let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
     let _ = writeln!(out, "story:\n{}", story.unwrap_or_default());
     let _ = writeln!(out, "wrote {}", path.display());
-    let _ = writeln!(out, "reproduce: idemsim replay --file {}", path.display());
+    let _ = writeln!(out, "reproduce: {} replay --file {}", program(), path.display());
     Ok(())
 }
 
@@ -484,6 +577,12 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         .or(scenario.reproduces.as_ref().map(|r| r.seed))
         .ok_or_else(|| "--seed is required (the scenario names no run to reproduce)".to_string())?;
     let config = scenario.config_for(&variant)?;
+    if let Some(path) = &args.trace {
+        crate::output::prepare(path, &["jsonl"], "the trace")?;
+    }
+    if let Some(path) = &args.html {
+        crate::output::prepare(path, &["html", "htm"], "the timeline")?;
+    }
     let subject = Subject::from(args.target.store);
     let outcome = run_seed(&config, &subject, seed).map_err(|e| e.to_string())?;
     let ctx = report::Context {
@@ -524,8 +623,15 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
     Ok(if outcome.failed() { EXIT_VIOLATION } else { EXIT_CLEAN })
 }
 
+/// The most requests a stress run may make: its history is judged whole,
+/// so it is kept in memory (about 10 events a request).
+pub const MAX_REQUESTS: usize = 1_000_000;
+
 fn cmd_stress(args: StressArgs, out: &mut dyn Write) -> Result<i32, String> {
     let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    if args.requests == 0 || args.requests > MAX_REQUESTS {
+        return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
+    }
     let spec = StressSpec {
         seed: args.seed,
         clients: args.clients,
@@ -539,15 +645,24 @@ fn cmd_stress(args: StressArgs, out: &mut dyn Write) -> Result<i32, String> {
     } else {
         report::stress_text(&report, out).map_err(|e| e.to_string())?;
     }
+    if report.interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
     Ok(if report.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
 }
 
 fn cmd_check_store(args: CheckStoreArgs, out: &mut dyn Write) -> Result<i32, String> {
     use idemsim_store::conformance::Conformance;
     let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    if args.cases == 0 || args.cases > 100_000 {
+        return Err("--cases must be between 1 and 100000".into());
+    }
+    if args.requests == 0 || args.requests > MAX_REQUESTS {
+        return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
+    }
     let _ = writeln!(out, "idemsim check-store: store {}", target.name());
     let conformance = Conformance::new()
-        .cases(args.cases.max(1))
+        .cases(args.cases)
         .seed(args.seed)
         .check(|| async { target.open("idemsim_check", 1, None).await.map(|(store, _)| store) });
     let conforms = match &conformance {
@@ -599,9 +714,10 @@ fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     }
     let stress_target = match args.stress_store.as_str() {
         "none" => None,
-        name @ ("pg" | "mysql") => Some(StoreTarget::parse(name, None)?),
-        other => return Err(format!("--stress-store takes pg, mysql or none, not '{other}'")),
+        name @ ("pg" | "mysql" | "redis") => Some(StoreTarget::parse(name, None)?),
+        other => return Err(format!("--stress-store takes pg, mysql, redis or none, not '{other}'")),
     };
+    let out_path = args.out.as_deref().map(|p| crate::output::prepare(p, &["json"], "the bench report")).transpose()?;
     let spec = crate::bench::BenchSpec {
         seeds: args.seeds,
         sweeps: args.sweeps,
@@ -617,13 +733,19 @@ fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     };
     let report = crate::bench::bench(&spec, &say)?;
     let json = serde_json::to_string_pretty(&report).expect("json");
-    if let Some(path) = &args.out {
-        std::fs::write(path, format!("{json}\n")).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
     let _ = err.flush();
     let written = if args.json { writeln!(out, "{json}") } else { report::bench_text(&report, out) };
     written.map_err(|e| e.to_string())?;
-    Ok(EXIT_CLEAN)
+    if let Some(path) = &out_path {
+        std::fs::write(path, format!("{json}\n")).map_err(|e| {
+            format!("cannot write the bench report to {}: {}", path.display(), crate::output::plain(&e))
+        })?;
+    }
+    if report.interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = report.targets.iter().any(|t| !t.pass);
+    Ok(if args.strict && failed { EXIT_VIOLATION } else { EXIT_CLEAN })
 }
 
 fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {
@@ -651,6 +773,14 @@ fn cmd_list(json: bool, out: &mut dyn Write) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_are_printed_as_the_user_ran_idemsim() {
+        assert_eq!(program_of("idemsim"), "idemsim");
+        assert_eq!(program_of("target/release/idemsim"), "cargo run --release --bin idemsim --");
+        assert_eq!(program_of("/w/x/target/debug/idemsim"), "cargo run --bin idemsim --");
+        assert_eq!(program_of("/opt/bin/idemsim"), "/opt/bin/idemsim");
+    }
 
     #[test]
     fn seed_ranges_parse_or_explain() {

@@ -5,6 +5,8 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::io::Write;
+
 fn main() {
     std::panic::set_hook(Box::new(|info| {
         // A seed's panic is reported with its seed by the sweep; anything
@@ -14,9 +16,42 @@ fn main() {
             eprintln!("idemsim: internal error: {info} (please report this with the command you ran)");
         }
     }));
+    // The first Ctrl-C stops starting seeds (or requests), and the command
+    // prints what it found, marked interrupted, and exits 130; a second
+    // one exits at once.
+    let _ = ctrlc::set_handler(|| {
+        if idemsim_scenarios::sweep::stopped() {
+            std::process::exit(idemsim_scenarios::cli::EXIT_INTERRUPTED);
+        }
+        idemsim_scenarios::sweep::request_stop();
+        eprintln!("idemsim: stopping after the work in flight (Ctrl-C again to quit now)");
+    });
     idemsim_scenarios::tracing_setup::init();
     let args: Vec<String> = std::env::args().collect();
+    // A closed stdout (`| head`) ends the output quietly: the exit code is
+    // the command's own.
+    let mut out = QuietPipe(std::io::stdout());
     // Unlocked handles: sweep workers print progress lines to stderr meanwhile.
-    let code = idemsim_scenarios::cli::run(args, &mut std::io::stdout(), &mut std::io::stderr());
+    let code = idemsim_scenarios::cli::run(args, &mut out, &mut std::io::stderr());
     std::process::exit(code);
+}
+
+/// A writer for which a closed pipe is not an error: what cannot be
+/// written is dropped.
+struct QuietPipe<W>(W);
+
+impl<W: Write> Write for QuietPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other,
+        }
+    }
 }

@@ -29,6 +29,12 @@ struct Report {
     hashes: BTreeMap<String, String>,
     #[serde(default)]
     faults_not_applied: BTreeMap<String, u64>,
+    #[serde(default)]
+    shard: Option<String>,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    interrupted: bool,
 }
 
 #[derive(Deserialize)]
@@ -53,14 +59,18 @@ pub fn cmd_merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Resul
         reports.push(r);
     }
     let first = &reports[0];
-    if let Some(other) =
-        reports.iter().find(|r| (&r.scenario, &r.variant, &r.store) != (&first.scenario, &first.variant, &first.store))
-    {
+    let key = |r: &Report| (r.scenario.clone(), r.variant.clone(), r.store.clone(), r.version.clone());
+    if let Some(other) = reports.iter().find(|r| key(r) != key(first)) {
+        let show = |r: &Report| {
+            format!("{}/{}/{} (idemsim {})", r.scenario, r.variant, r.store, r.version.as_deref().unwrap_or("?"))
+        };
         return Err(format!(
-            "reports differ: {}/{}/{} and {}/{}/{}; merge only runs of one scenario, variant and store",
-            first.scenario, first.variant, first.store, other.scenario, other.variant, other.store
+            "reports differ: {} and {}; merge only runs of one scenario, variant, store and idemsim version",
+            show(first),
+            show(other)
         ));
     }
+    let coverage = covered(files, &reports)?;
     let mut hashes = BTreeMap::new();
     for r in &reports {
         for (seed, hash) in &r.hashes {
@@ -85,9 +95,10 @@ pub fn cmd_merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Resul
     let seeds_run: u64 = reports.iter().map(|r| r.seeds_run).sum();
     let seeds_failed: u64 = reports.iter().map(|r| r.seeds_failed).sum();
     let merged = json!({
-        "scenario": first.scenario, "variant": first.variant, "store": first.store,
+        "scenario": first.scenario, "variant": first.variant, "store": first.store, "version": first.version,
         "seeds": { "start": reports.iter().map(|r| r.seeds.start).min(), "end": reports.iter().map(|r| r.seeds.end).max() },
         "shard": null, "merged_from": files.len(),
+        "complete": coverage.complete, "covered": coverage.text,
         "seeds_run": seeds_run, "seeds_failed": seeds_failed,
         "clean": seeds_failed == 0 && divergence.is_none(),
         "violations_by_property": by_property, "failures": failures,
@@ -106,6 +117,85 @@ pub fn cmd_merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Resul
     Ok(if merged["clean"] == true { EXIT_CLEAN } else { EXIT_VIOLATION })
 }
 
+/// What a set of reports covers.
+struct Coverage {
+    /// Every shard of one sweep, or one unbroken range, all run to the end.
+    complete: bool,
+    /// In words.
+    text: String,
+}
+
+/// Checks that the reports are shards of one sweep (same range and count,
+/// none twice) or disjoint ranges, and says what they cover.
+fn covered(files: &[PathBuf], reports: &[Report]) -> Result<Coverage, String> {
+    let shards: Vec<Option<(u64, u64)>> =
+        reports.iter().map(|r| r.shard.as_deref().map(crate::shard::parse).transpose()).collect::<Result<_, _>>()?;
+    let interrupted = reports.iter().zip(files).find(|(r, _)| r.interrupted).map(|(_, f)| f.display().to_string());
+    let coverage = match shards.iter().all(Option::is_some) {
+        true => shard_coverage(files, reports, &shards)?,
+        false if shards.iter().any(Option::is_some) => {
+            return Err(
+                "some reports are shards and some are not: merge the shards of one sweep, or whole sweeps".into()
+            )
+        }
+        false => range_coverage(files, reports)?,
+    };
+    Ok(match interrupted {
+        Some(file) => Coverage { complete: false, text: format!("{} ({file} was interrupted)", coverage.text) },
+        None => coverage,
+    })
+}
+
+fn shard_coverage(files: &[PathBuf], reports: &[Report], shards: &[Option<(u64, u64)>]) -> Result<Coverage, String> {
+    let (first, n) = (&reports[0], shards[0].map_or(1, |(_, n)| n));
+    let mut seen: BTreeMap<u64, &PathBuf> = BTreeMap::new();
+    for ((r, shard), file) in reports.iter().zip(shards).zip(files) {
+        let (k, count) = shard.expect("all are shards");
+        if count != n || (r.seeds.start, r.seeds.end) != (first.seeds.start, first.seeds.end) {
+            return Err(format!(
+                "{} is shard {k}/{count} of seeds {}..{}, {} is shard of {n} of seeds {}..{}: not one sweep",
+                file.display(),
+                r.seeds.start,
+                r.seeds.end,
+                files[0].display(),
+                first.seeds.start,
+                first.seeds.end
+            ));
+        }
+        if let Some(other) = seen.insert(k, file) {
+            return Err(format!("shard {k}/{n} appears twice ({} and {})", other.display(), file.display()));
+        }
+    }
+    let missing: Vec<String> = (1..=n).filter(|k| !seen.contains_key(k)).map(|k| format!("{k}/{n}")).collect();
+    let range = format!("seeds {}..{}", first.seeds.start, first.seeds.end);
+    Ok(match missing.is_empty() {
+        true => Coverage { complete: true, text: format!("all {n} shards of {range}") },
+        false => Coverage {
+            complete: false,
+            text: format!("{} of {n} shards of {range}; missing: {}", seen.len(), missing.join(", ")),
+        },
+    })
+}
+
+fn range_coverage(files: &[PathBuf], reports: &[Report]) -> Result<Coverage, String> {
+    let mut ranges: Vec<(u64, u64, &PathBuf)> =
+        reports.iter().zip(files).map(|(r, f)| (r.seeds.start, r.seeds.end, f)).collect();
+    ranges.sort();
+    for pair in ranges.windows(2) {
+        let ((a_start, a_end, a), (b_start, b_end, b)) = (pair[0], pair[1]);
+        if b_start < a_end {
+            return Err(format!(
+                "{} (seeds {a_start}..{a_end}) and {} (seeds {b_start}..{b_end}) overlap: a seed would count twice",
+                a.display(),
+                b.display()
+            ));
+        }
+    }
+    let joined: Vec<String> = ranges.iter().map(|(s, e, _)| format!("{s}..{e}")).collect();
+    let gaps = ranges.windows(2).any(|p| p[1].0 != p[0].1);
+    Ok(Coverage { complete: !gaps, text: format!("seeds {}", joined.join(", ")) })
+}
+
 fn text(m: &Value, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
@@ -115,7 +205,18 @@ fn text(m: &Value, out: &mut dyn Write) -> std::io::Result<()> {
         m["variant"].as_str().unwrap_or("?"),
         m["store"].as_str().unwrap_or("?")
     )?;
+    let covered = m["covered"].as_str().unwrap_or("?");
+    match m["complete"] == true {
+        true => writeln!(out, "  covers {covered}")?,
+        false => writeln!(out, "  INCOMPLETE: covers {covered} only")?,
+    }
     writeln!(out, "  {} seeds, {} events", m["seeds_run"], m["events"])?;
+    writeln!(out, "  coverage (seeds where it happened):")?;
+    if let Some(seeds) = m["coverage_seeds"].as_object() {
+        for (name, n) in seeds {
+            writeln!(out, "    {name:<38} {n:>7}")?;
+        }
+    }
     if m["clean"] == true {
         return writeln!(out, "CLEAN: no property violated in {} seeds", m["seeds_run"]);
     }

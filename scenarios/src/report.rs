@@ -34,7 +34,7 @@ impl Context<'_> {
             Some(path) => format!("--file {}", path.display()),
             None => format!("--scenario {}", self.scenario.name),
         };
-        let mut cmd = format!("idemsim replay {source} --variant {} --seed {seed}", self.variant);
+        let mut cmd = format!("{} replay {source} --variant {} --seed {seed}", crate::cli::program(), self.variant);
         if self.subject.store_name() != "mem" {
             cmd.push_str(&format!(" --store {}", self.subject.store_name()));
         }
@@ -53,7 +53,8 @@ impl Context<'_> {
 
     /// The command that shrinks `seed`.
     pub fn shrink_command(&self, seed: u64) -> String {
-        self.replay_command(seed).replacen("idemsim replay", "idemsim shrink", 1)
+        let program = crate::cli::program();
+        self.replay_command(seed).replacen(&format!("{program} replay"), &format!("{program} shrink"), 1)
     }
 }
 
@@ -84,6 +85,9 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     printed: AtomicU64,
     enabled: bool,
+    started: std::time::Instant,
+    /// When the last line was printed, in ms since `started`.
+    last_line_ms: AtomicU64,
 }
 
 impl Progress {
@@ -97,7 +101,8 @@ impl Progress {
             bar.set_style(style);
             bar
         });
-        Progress { total, bar, printed: AtomicU64::new(0), enabled }
+        let started = std::time::Instant::now();
+        Progress { total, bar, printed: AtomicU64::new(0), enabled, started, last_line_ms: AtomicU64::new(0) }
     }
 
     /// `done` seeds have finished.
@@ -106,13 +111,17 @@ impl Progress {
             bar.set_position(done);
             return;
         }
-        let tenth = (self.total / 10).max(1);
-        if self.enabled
-            && self.total >= 100
-            && done.is_multiple_of(tenth)
-            && self.printed.fetch_max(done, Ordering::Relaxed) < done
-        {
-            eprintln!("swept {done}/{} seeds", self.total);
+        if !self.enabled || self.total < 100 {
+            return;
+        }
+        // A line per tenth, and one every 5 s on a long sweep.
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        let due = now_ms >= self.last_line_ms.load(Ordering::Relaxed) + 5_000;
+        let tenth = done.is_multiple_of((self.total / 10).max(1));
+        if (tenth || due) && self.printed.fetch_max(done, Ordering::Relaxed) < done {
+            self.last_line_ms.store(now_ms, Ordering::Relaxed);
+            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            eprintln!("swept {done}/{} seeds ({rate:.0} seeds/s)", self.total);
         }
     }
 
@@ -159,6 +168,11 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         writeln!(out, "NONDETERMINISM: seed {} diverged at event #{}", d.seed, d.event)?;
         writeln!(out, "  first run:  {}", d.first)?;
         writeln!(out, "  second run: {}", d.second)?;
+    } else if r.determinism_checked {
+        writeln!(out, "determinism: {} seeds run twice, identical", r.seeds_run)?;
+    }
+    if r.interrupted {
+        writeln!(out, "INTERRUPTED (Ctrl-C) after {} seeds: the figures cover those seeds only", r.seeds_run)?;
     }
     if r.seeds_failed == 0 {
         writeln!(out, "CLEAN: no property violated in {} seeds", r.seeds_run)?;
@@ -230,10 +244,14 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         "seeds": { "start": ctx.seeds.start, "end": ctx.seeds.end },
         "shard": ctx.shard.map(|(k, n)| format!("{k}/{n}")),
         "jobs": ctx.jobs,
+        "version": env!("CARGO_PKG_VERSION"),
         "seeds_run": r.seeds_run,
         "seeds_failed": r.seeds_failed,
-        "clean": r.seeds_failed == 0 && r.divergence.is_none(),
+        "interrupted": r.interrupted,
+        "clean": r.seeds_failed == 0 && r.divergence.is_none() && !r.interrupted,
         "violations_by_property": r.violations_by_property,
+        "failures_total": r.failures_total,
+        "failures_shown": failures.len(),
         "failures": failures,
         "coverage_seeds": r.coverage_seeds,
         "coverage_total": r.coverage_total,
@@ -242,7 +260,7 @@ pub fn sweep_json(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         "events": r.events,
         "elapsed_ms": r.elapsed.as_millis() as u64,
         "seeds_per_sec": r.seeds_per_sec(),
-        "divergence": r.divergence,
+        "determinism": { "checked": r.determinism_checked, "divergence": r.divergence },
         "hashes": r.hashes,
     });
     writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"))
@@ -307,6 +325,9 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
         "idemsim stress: store {}, seed {}, {} clients, {} requests",
         r.store, r.seed, r.clients, r.requests
     )?;
+    if r.interrupted {
+        writeln!(out, "  INTERRUPTED (Ctrl-C): the verdict covers the requests sent before it")?;
+    }
     writeln!(
         out,
         "  {} sends in {:.2} s: {:.0} sends/s, {} events; {} holders paused past the lease, {} executions abandoned, \
@@ -346,6 +367,9 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
 /// The bench report as tables.
 pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "idemsim bench (default scenario, mem store)")?;
+    if r.interrupted {
+        writeln!(out, "  INTERRUPTED (Ctrl-C): the figures below are partial, and no target is judged")?;
+    }
     writeln!(out, "  seeds/s, one core      {:>12.0}", r.seeds_per_sec)?;
     writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
     writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;

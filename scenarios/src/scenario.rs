@@ -97,6 +97,13 @@ impl Scenario {
         for name in self.expect.keys().chain(self.reproduces.as_ref().map(|r| &r.variant)) {
             self.steps_of(name)?;
         }
+        let counters: Vec<&str> = idemsim_model::Coverage::default().counters().into_iter().map(|(n, _)| n).collect();
+        if let Some(name) = self.sometimes.iter().find(|n| !counters.contains(&n.as_str())) {
+            return Err(format!(
+                "sometimes: '{name}' is not a coverage counter; expected one of: {}",
+                counters.join(", ")
+            ));
+        }
         if let Some(name) = self.variants.keys().find(|n| Variant::from_name(n).is_some()) {
             return Err(format!("variant '{name}' is built in; give your own variant another name"));
         }

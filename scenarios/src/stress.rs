@@ -103,6 +103,9 @@ pub struct StressReport {
     pub abandoned: usize,
     /// Connections terminated by the server.
     pub terminated: usize,
+    /// Stopped by Ctrl-C before all requests were sent: the verdict covers
+    /// those that were.
+    pub interrupted: bool,
     /// What the checkers found.
     pub violations: Vec<Violation>,
 }
@@ -170,14 +173,16 @@ struct Op {
 }
 
 /// Groups of 2 to 4 copies of one keyed request (one copy in seven has
-/// another body), all started at once.
-fn workload(spec: &StressSpec) -> Vec<Vec<Op>> {
+/// another body), all started at once: drawn one group at a time, so a
+/// run never holds its whole workload.
+fn workload(spec: &StressSpec) -> impl Iterator<Item = Vec<Op>> + '_ {
     let mut rng = stream(spec.seed, Stream::Workload);
     let mut faults = stream(spec.seed, Stream::Plan);
-    let mut groups = Vec::new();
-    let mut made = 0;
-    while made < spec.requests {
-        let g = groups.len();
+    let (mut made, mut g) = (0, 0);
+    std::iter::from_fn(move || {
+        if made >= spec.requests {
+            return None;
+        }
         let size = (between(&mut rng, 2, 4) as usize).min(spec.requests - made);
         let caller = CallerId(["acme", "globex"][g % 2].to_string());
         let path = ["/orders", "/charges", "/checkout"][rng.gen_range(0..3)];
@@ -206,9 +211,9 @@ fn workload(spec: &StressSpec) -> Vec<Vec<Op>> {
             })
             .collect();
         made += size;
-        groups.push(group);
-    }
-    groups
+        g += 1;
+        Some(group)
+    })
 }
 
 /// The protocol's timings in a stress run: the spec's lease, short
@@ -331,9 +336,8 @@ pub fn stress_with(
         locks: Mutex::default(),
         buckets: Mutex::default(),
     });
-    let groups = workload(spec);
     let started = Instant::now();
-    rt.block_on(drive(&ctx, spec, groups, terminate));
+    rt.block_on(drive(&ctx, spec, terminate));
     let elapsed = started.elapsed();
     drop(rt);
     let ctx = Arc::try_unwrap(ctx).map_err(|_| StressError::Usage("stress tasks outlived the run".into()))?;
@@ -361,13 +365,15 @@ pub fn stress_with(
         pauses: count("pause"),
         abandoned: count("abandon"),
         terminated: count("terminated"),
+        interrupted: count("interrupted") > 0,
         violations: check_all(&history),
     })
 }
 
-/// Runs the groups (copies of a group wait for each other, then race),
-/// with the reconciler and the connection killer beside them.
-async fn drive(ctx: &Arc<Ctx>, spec: &StressSpec, groups: Vec<Vec<Op>>, terminate: Option<Terminator>) {
+/// Runs the groups (copies of a group start together and race), at most
+/// `clients` requests at a time, with the reconciler and the connection
+/// killer beside them. A Ctrl-C stops it starting groups.
+async fn drive(ctx: &Arc<Ctx>, spec: &StressSpec, terminate: Option<Terminator>) {
     let killer = terminate.map(|t| tokio::spawn(terminations(t, spec.seed, spec.terminations, ctx.clone())));
     let reconciler = {
         let ctx = ctx.clone();
@@ -377,22 +383,27 @@ async fn drive(ctx: &Arc<Ctx>, spec: &StressSpec, groups: Vec<Vec<Op>>, terminat
         })
     };
     let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
-    let mut tasks = Vec::new();
-    for group in groups {
-        let gate = Arc::new(tokio::sync::Barrier::new(group.len()));
+    let all = u32::try_from(spec.clients).expect("clients are at most 1024");
+    for group in workload(spec) {
+        if crate::sweep::stopped() {
+            ctx.rec.count("interrupted");
+            break;
+        }
+        // The group's permits, held until its last copy finishes.
+        let wanted = u32::try_from(group.len().min(spec.clients)).expect("a group is small");
+        let Ok(held) = permits.clone().acquire_many_owned(wanted).await else { break };
+        let held = Arc::new(held);
         for op in group {
-            let (ctx, permits, gate) = (ctx.clone(), permits.clone(), gate.clone());
-            tasks.push(tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await;
-                gate.wait().await;
+            let (ctx, held) = (ctx.clone(), held.clone());
+            tokio::spawn(async move {
                 let client = StressClient::new(ctx.clone(), Arc::new(op));
                 idemsim_sim::protocol::run_operation(&*ctx.protocol, &client, client.op.op, &client.op.request).await;
-            }));
+                drop(held);
+            });
         }
     }
-    for t in tasks {
-        let _ = t.await;
-    }
+    // Every permit back: every request has finished.
+    let _ = permits.acquire_many(all).await;
     reconciler.abort();
     let _ = reconciler.await;
     if let Some(k) = killer {

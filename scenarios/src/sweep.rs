@@ -10,6 +10,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Set by the first Ctrl-C: sweeps start no new seed.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks every running sweep to stop starting seeds (the first Ctrl-C).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// True once a stop was asked for.
+pub fn stopped() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
 /// How many failing seeds a report keeps in full.
 pub const FAILURES_KEPT: usize = 20;
 
@@ -35,10 +48,26 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
+    /// How many seeds this spec runs (its shard's share of the range).
+    pub fn seed_count(&self) -> u64 {
+        let (k, n) = self.shard.unwrap_or((1, 1));
+        let first = self.seeds.start.saturating_add(k - 1);
+        match first < self.seeds.end {
+            true => (self.seeds.end - first - 1) / n + 1,
+            false => 0,
+        }
+    }
+
+    /// The `i`-th seed this spec runs (`i < seed_count()`): seeds are
+    /// computed, never listed, so any range runs in constant memory.
+    pub fn nth_seed(&self, i: u64) -> u64 {
+        let (k, n) = self.shard.unwrap_or((1, 1));
+        self.seeds.start + (k - 1) + i * n
+    }
+
     /// The seeds this spec runs, in order.
     pub fn seed_list(&self) -> impl Iterator<Item = u64> + '_ {
-        let (k, n) = self.shard.unwrap_or((1, 1));
-        (self.seeds.start + (k - 1)..self.seeds.end).step_by(n as usize)
+        (0..self.seed_count()).map(|i| self.nth_seed(i))
     }
 }
 
@@ -96,6 +125,12 @@ pub struct SweepReport {
     /// Faults the config asked for that the store could not take, with the
     /// reason and how many seeds ran without them.
     pub not_applied: BTreeMap<String, u64>,
+    /// Every seed ran twice and the histories were compared.
+    pub determinism_checked: bool,
+    /// Failing seeds in all (`failures` keeps the lowest ones).
+    pub failures_total: u64,
+    /// The sweep was stopped (Ctrl-C) before all its seeds ran.
+    pub interrupted: bool,
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
@@ -129,6 +164,7 @@ impl SweepReport {
         for p in properties {
             *self.violations_by_property.entry(p).or_default() += 1;
         }
+        self.failures_total += 1;
         self.failures.push(Failure {
             seed: outcome.seed,
             violations: outcome.violations.clone(),
@@ -153,8 +189,15 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
             return Err(ConfigError(format!("shard {k}/{n} is not one of 1/{n} .. {n}/{n}")));
         }
     }
-    let seeds: Vec<u64> = spec.seed_list().collect();
-    let Some(&first) = seeds.first() else { return Ok(SweepReport::default()) };
+    let count = spec.seed_count();
+    if count == 0 {
+        let (k, n) = spec.shard.unwrap_or((1, 1));
+        return Err(ConfigError(format!(
+            "shard {k}/{n} of seeds {}..{} has no seeds: a shard must test something",
+            spec.seeds.start, spec.seeds.end
+        )));
+    }
+    let first = spec.nth_seed(0);
     // Fail fast on a store or config problem, before spawning workers.
     run_seed(&spec.config, &spec.subject, first)?;
     let started = Instant::now();
@@ -166,8 +209,14 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     // about a sixth of the time); after a run panics, a fresh thread takes
     // over, so nothing a panic left behind reaches another seed.
     let worker = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-        let Some(&seed) = seeds.get(i) else { return };
+        if stopped() {
+            return;
+        }
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= count {
+            return;
+        }
+        let seed = spec.nth_seed(i);
         let outcome = run_seed_here(&spec.config, &spec.subject, seed).expect("validated above");
         let panicked = matches!(outcome.error, Some(RunError::Panicked(_)));
         let divergence = spec.check_determinism.then(|| diverges(spec, &outcome)).flatten();
@@ -187,7 +236,7 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     std::thread::scope(|scope| {
         for _ in 0..spec.jobs.max(1) {
             scope.spawn(|| {
-                while (next.load(Ordering::Relaxed) as usize) < seeds.len() {
+                while next.load(Ordering::Relaxed) < count && !stopped() {
                     std::thread::scope(|fresh| {
                         fresh.spawn(worker);
                     });
@@ -197,6 +246,8 @@ pub fn sweep(spec: &SweepSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<SweepR
     });
     let mut report = report.into_inner().unwrap_or_else(|p| p.into_inner());
     report.elapsed = started.elapsed();
+    report.interrupted = stopped() && report.seeds_run < count;
+    report.determinism_checked = spec.check_determinism;
     Ok(report)
 }
 

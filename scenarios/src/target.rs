@@ -28,6 +28,9 @@ impl StoreTarget {
         let env = |var: &str, default: &str| {
             url.map(str::to_string).or_else(|| std::env::var(var).ok()).unwrap_or(default.into())
         };
+        if let ("mem" | "sqlite", Some(_)) = (name, url) {
+            return Err(format!("--url applies to the pg, mysql and redis stores, not to {name}"));
+        }
         match name {
             "mem" => Ok(StoreTarget::Mem),
             "sqlite" => Ok(StoreTarget::Sqlite),

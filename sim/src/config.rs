@@ -312,11 +312,16 @@ impl SimConfig {
         if r.attempts_max == 0 || r.timeout_ms == 0 || r.base_ms > r.cap_ms {
             return bad("protocol.retry needs attempts_max >= 1, timeout_ms > 0 and base_ms <= cap_ms");
         }
+        crate::bounds::check(self)?;
         match &self.faults {
-            FaultSettings::Pinned(profile) => profile.validate()?,
+            FaultSettings::Pinned(profile) => {
+                profile.validate()?;
+                crate::bounds::check_profile(profile)?;
+            }
             FaultSettings::Scheduled { profile, faults } => {
                 profile.validate()?;
-                faults.iter().try_for_each(|f| self.validate_fault(f))?;
+                crate::bounds::check_profile(profile)?;
+                faults.iter().try_for_each(|f| self.validate_fault(f).and_then(|()| crate::bounds::check_fault(f)))?;
             }
             FaultSettings::None | FaultSettings::Swarm => {}
         }
@@ -395,6 +400,10 @@ mod tests {
         let mut c = SimConfig::default();
         c.protocol.work_ms = [9, 1];
         assert!(c.validate().unwrap_err().to_string().contains("work_ms"));
+        let mut c = SimConfig::default();
+        c.phases.fault_ms = u64::MAX;
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("phases.fault_ms is 18446744073709551615, more than its bound"), "{err}");
     }
 
     #[test]

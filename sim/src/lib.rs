@@ -32,6 +32,7 @@ compile_error!(
 
 mod alarm;
 mod background;
+pub mod bounds;
 mod client;
 pub mod config;
 mod db;

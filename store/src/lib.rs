@@ -37,6 +37,7 @@ mod redis_store;
 mod sql;
 mod sqlite;
 mod store;
+mod text;
 
 pub use durability::CrashDurability;
 pub use error::StoreError;
@@ -48,6 +49,7 @@ pub use panic::panic_message;
 #[cfg(feature = "pg")]
 pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
 #[cfg(feature = "redis")]
-pub use redis_store::{mask_url, RedisStore};
+pub use redis_store::RedisStore;
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
+pub use text::{mask_url, plain as plain_error};

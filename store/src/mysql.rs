@@ -35,8 +35,12 @@ impl MySqlStore {
     /// `pool_size` connections to it. Must be called inside a Tokio runtime.
     pub async fn connect(url: &str, database: &str, pool_size: usize) -> Result<MySqlStore, StoreError> {
         check_identifier(database)?;
-        let opts =
-            Opts::from_url(url).map_err(|e| StoreError::Unavailable(format!("invalid MySQL URL {url:?}: {e}")))?;
+        let opts = Opts::from_url(url).map_err(|e| {
+            StoreError::Unavailable(crate::text::plain(
+                &format!("invalid MySQL URL {}: {e}", crate::mask_url(url)),
+                Some(url),
+            ))
+        })?;
         let where_ = format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port());
         let mut admin = Conn::new(opts.clone())
             .await
@@ -123,7 +127,7 @@ fn statements(schema: &str) -> impl Iterator<Item = String> + '_ {
 fn describe(e: &mysql_async::Error) -> String {
     match e {
         mysql_async::Error::Server(s) => format!("{} ({})", s.message, s.code),
-        other => other.to_string(),
+        other => crate::text::plain(&other.to_string(), None),
     }
 }
 

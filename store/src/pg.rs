@@ -58,8 +58,12 @@ impl PgStore {
     /// Must be called inside a Tokio runtime.
     pub async fn connect(url: &str, schema: &str, pool_size: usize) -> Result<PgStore, StoreError> {
         check_identifier(schema)?;
-        let mut config = Config::from_str(url)
-            .map_err(|e| StoreError::Unavailable(format!("invalid PostgreSQL URL {url:?}: {e}")))?;
+        let mut config = Config::from_str(url).map_err(|e| {
+            StoreError::Unavailable(crate::text::plain(
+                &format!("invalid PostgreSQL URL {}: {e}", crate::mask_url(url)),
+                Some(url),
+            ))
+        })?;
         config.application_name(PG_APPLICATION_NAME).connect_timeout(Duration::from_secs(5));
         let admin = open(&config).await?;
         admin
@@ -135,7 +139,11 @@ async fn open(config: &Config) -> Result<Client, StoreError> {
 }
 
 fn hosts(config: &Config) -> String {
-    let host = config.get_hosts().first().map_or("?".to_string(), |h| format!("{h:?}"));
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "?".to_string(),
+    };
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!("{host}:{port}")
 }
@@ -143,7 +151,16 @@ fn hosts(config: &Config) -> String {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => {
+            // The driver's line ("error connecting to server"), then its causes.
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text = format!("{text}: {c}");
+                cause = c.source();
+            }
+            crate::text::plain(&text, None)
+        }
     }
 }
 

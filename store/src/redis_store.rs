@@ -6,7 +6,7 @@
 //! server's releases, and small when only `tokio-comp` and `script` are on.
 
 use crate::sql::RecordRow;
-use crate::{IdempotencyStore, StoreError, StoreFlaw};
+use crate::{mask_url, IdempotencyStore, StoreError, StoreFlaw};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Bytes, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, LocalEffect, MessageId, OutboxEntry,
@@ -91,18 +91,6 @@ struct Inner {
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RedisStore({})", self.inner.tag)
-    }
-}
-
-/// The URL with any password replaced by `***`, for messages.
-pub fn mask_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => match credentials.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => format!("{scheme}://***@{host}"),
-        },
-        None => url.to_string(),
     }
 }
 

@@ -1,0 +1,248 @@
+//! The command line's contract, through the real binary: every bad or
+//! unusual input gets its documented exit code and one plain line, never a
+//! backtrace or a hang; Ctrl-C keeps what was found; a closed stdout keeps
+//! the exit code. Each case runs under a timeout.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_idemsim");
+
+struct Ran {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+/// Runs idemsim to completion, failing the test if it takes over `limit`.
+fn idemsim(args: &[&str], limit: Duration) -> Ran {
+    let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    finish(child, limit, args)
+}
+
+fn finish(mut child: Child, limit: Duration, args: &[&str]) -> Ran {
+    let started = Instant::now();
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("idemsim {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ran { code: status.code().unwrap_or(-1), out: out.join().unwrap(), err: err.join().unwrap() }
+}
+
+/// The lines of stderr that are not progress.
+fn messages(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| !l.starts_with("swept ") && !l.starts_with("bench: ")).collect()
+}
+
+fn assert_usage(args: &[&str], message: &str) {
+    let ran = idemsim(args, Duration::from_secs(60));
+    assert_eq!(ran.code, 2, "{args:?}: {}{}", ran.out, ran.err);
+    let lines = messages(&ran.err);
+    assert_eq!(lines.len(), 1, "{args:?}: one line: {}", ran.err);
+    assert!(lines[0].contains(message), "{args:?}: {}", ran.err);
+    for bad in ["panicked", "backtrace", "RUST_BACKTRACE", "s3cret"] {
+        assert!(!ran.err.contains(bad) && !ran.out.contains(bad), "{args:?}: {}", ran.err);
+    }
+}
+
+fn interrupt(child: &Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("idemsim-reliability-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn bad_inputs_are_one_line_and_exit_2() {
+    let shrink_yaml = scratch("s.yaml");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--seeds", "0..10", "--shard", "11/20"], "has no seeds"),
+        (vec!["stress", "--store", "mem", "--requests", "1000000000"], "--requests must be between 1 and 1000000"),
+        (vec!["shrink", "--seed", "1", "--out", "/nonexistent/s.json"], "cannot write the shrunk scenario"),
+        (vec!["shrink", "--seed", "1", "--out", shrink_yaml.to_str().unwrap()], "must end in .json or .toml"),
+        (vec!["bench", "--out", "/nonexistent/b.json"], "cannot write the bench report"),
+        (vec!["check-store", "--store", "mem", "--cases", "0"], "--cases must be between"),
+        (vec!["stress", "--store", "mem", "--url", "x"], "--url applies to the pg, mysql and redis stores"),
+        (vec!["stress", "--store", "pg", "--url", "postgres://u:s3cret@[::1/test"], "invalid PostgreSQL URL"),
+        (
+            vec!["stress", "--store", "mysql", "--url", "mysql://root:s3cret@127.0.0.1:1/test"],
+            "cannot connect to MySQL",
+        ),
+        (vec!["run", "--seeds", "abc"], "not a seed range"),
+        (vec!["run", "--jobs", "5000", "--seeds", "0..2"], "--jobs must be"),
+        (vec!["run", "--file", "/nonexistent/scenario.json"], "cannot read"),
+        (vec!["run", "--shard", "env", "--seeds", "0..10"], "--shard env needs"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, message) in &cases {
+        assert_usage(args, message);
+    }
+}
+
+#[test]
+fn bad_scenario_files_name_the_field() {
+    let huge = scratch("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{"name": "x", "lesson": "x", "expect": {}, "config": {"phases": {"fault_ms": 18446744073709551615}}}"#,
+    )
+    .unwrap();
+    assert_usage(&["run", "--file", huge.to_str().unwrap()], "phases.fault_ms is 18446744073709551615");
+    let unknown = scratch("unknown.json");
+    std::fs::write(&unknown, r#"{"name": "x", "lesson": "x", "expect": {}, "sometimes": ["not_a_counter"]}"#).unwrap();
+    assert_usage(&["run", "--file", unknown.to_str().unwrap()], "'not_a_counter' is not a coverage counter");
+    let garbage = scratch("garbage.json");
+    std::fs::write(&garbage, "{ not json").unwrap();
+    assert_usage(&["run", "--file", garbage.to_str().unwrap()], "is not a valid scenario");
+}
+
+#[test]
+fn a_scenario_file_is_a_test_of_its_expect() {
+    let file = scratch("expects-fencing.json");
+    let text = r#"{"name": "x", "lesson": "x", "expect": {"correct": {"violates": "fencing"}}}"#;
+    std::fs::write(&file, text).unwrap();
+    let ran = idemsim(&["run", "--file", file.to_str().unwrap(), "--seeds", "0..5"], Duration::from_secs(60));
+    assert_eq!(ran.code, 1, "{}{}", ran.out, ran.err);
+    assert!(ran.out.contains("NOT as expected"), "{}", ran.out);
+    let met = scratch("expects-clean.json");
+    std::fs::write(&met, r#"{"name": "x", "lesson": "x", "expect": {"correct": "clean"}}"#).unwrap();
+    let ran = idemsim(&["run", "--file", met.to_str().unwrap(), "--seeds", "0..5"], Duration::from_secs(60));
+    assert_eq!(ran.code, 0, "{}{}", ran.out, ran.err);
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_found_and_exits_130() {
+    let args = ["run", "--variant", "unfenced-completion", "--seeds", "0..100000", "--jobs", "1"];
+    let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    interrupt(&child);
+    let ran = finish(child, Duration::from_secs(60), &args);
+    assert_eq!(ran.code, 130, "{}{}", ran.out, ran.err);
+    assert!(ran.out.contains("INTERRUPTED (Ctrl-C)"), "{}", ran.out);
+    assert!(ran.out.contains("reproduce: ") && ran.out.contains("replay --scenario default"), "{}", ran.out);
+}
+
+#[test]
+fn the_whole_seed_range_starts_at_once_in_constant_memory() {
+    let args = ["run", "--seeds", "0..18446744073709551615", "--shard", "1/1000000000000", "--jobs", "1"];
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Progress shows within seconds (a line every 5 s on a long sweep).
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    let started = Instant::now();
+    err.read_line(&mut first).unwrap();
+    // Keep draining stderr, so progress lines never block the run.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    assert!(first.starts_with("swept "), "{first}");
+    assert!(started.elapsed() < Duration::from_secs(20), "progress took {:?}", started.elapsed());
+    let rss = rss_mib(child.id());
+    assert!(rss > 0.0 && rss < 100.0, "RSS {rss} MiB");
+    interrupt(&child);
+    let ran = finish(child, Duration::from_secs(60), &args);
+    assert_eq!(ran.code, 130, "{}", ran.out);
+    assert!(ran.out.contains("INTERRUPTED"), "{}", ran.out);
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_exit_code() {
+    for (args, code) in [
+        (vec!["run", "--variant", "unfenced-completion", "--seeds", "0..20"], 1),
+        (vec!["replay", "--variant", "unfenced-completion", "--seed", "2"], 1),
+        (vec!["run", "--seeds", "0..3"], 0),
+    ] {
+        let mut child = Command::new(BIN).args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        drop(out); // `| head -1`
+        let ran = finish(child, Duration::from_secs(60), &args);
+        assert_eq!(ran.code, code, "{args:?}: {}", ran.err);
+        assert!(!ran.err.contains("Broken pipe"), "{args:?}: {}", ran.err);
+    }
+}
+
+#[test]
+fn reports_say_what_they_checked_and_what_they_cut() {
+    let ran = idemsim(&["run", "--seeds", "0..3", "--check-determinism"], Duration::from_secs(60));
+    assert_eq!(ran.code, 0);
+    assert!(ran.out.contains("determinism: 3 seeds run twice, identical"), "{}", ran.out);
+    let ran = idemsim(&["run", "--seeds", "0..3", "--json"], Duration::from_secs(60));
+    let doc: serde_json::Value = serde_json::from_str(&ran.out).unwrap();
+    assert_eq!(doc["determinism"]["checked"], false);
+    let ran =
+        idemsim(&["run", "--variant", "check-then-insert", "--seeds", "0..40", "--json"], Duration::from_secs(60));
+    let doc: serde_json::Value = serde_json::from_str(&ran.out).unwrap();
+    assert!(
+        doc["failures_total"].as_u64().unwrap() > doc["failures_shown"].as_u64().unwrap(),
+        "{}",
+        doc["failures_total"]
+    );
+    assert_eq!(doc["failures_shown"], 20);
+    // The binary ran from a cargo target directory: commands say so.
+    let ran = idemsim(&["run", "--variant", "unfenced-completion", "--seeds", "0..20"], Duration::from_secs(60));
+    assert!(ran.out.contains("reproduce: cargo run"), "{}", ran.out);
+}
+
+#[test]
+fn merge_refuses_duplicates_and_says_what_is_missing() {
+    let shard = |k: u32| {
+        let ran = idemsim(
+            &["run", "--seeds", "0..40", "--shard", &format!("{k}/4"), "--json", "--jobs", "1"],
+            Duration::from_secs(60),
+        );
+        assert_eq!(ran.code, 0, "{}", ran.err);
+        let path = scratch(&format!("shard{k}.json"));
+        std::fs::write(&path, ran.out).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (one, two, three) = (shard(1), shard(2), shard(3));
+    assert_usage(&["merge", &one, &one, &two], "shard 1/4 appears twice");
+    let ran = idemsim(&["merge", &one, &two, &three], Duration::from_secs(60));
+    assert!(ran.out.contains("INCOMPLETE: covers 3 of 4 shards of seeds 0..40; missing: 4/4"), "{}", ran.out);
+    assert!(ran.out.contains("coverage"), "{}", ran.out);
+    let other =
+        idemsim(&["run", "--seeds", "0..80", "--shard", "4/4", "--json", "--jobs", "1"], Duration::from_secs(60));
+    let other_path = scratch("other.json");
+    std::fs::write(&other_path, other.out).unwrap();
+    assert_usage(&["merge", &one, other_path.to_str().unwrap()], "not one sweep");
+}
+
+#[test]
+fn bench_strict_exits_1_when_a_target_fails() {
+    let args = ["bench", "--seeds", "5", "--sweeps", "1", "--seeds-max", "30", "--scaling-seeds", "2"];
+    let ran = idemsim(&[&args[..], &["--stress-store", "none", "--strict"]].concat(), Duration::from_secs(300));
+    let failed = ran.out.contains("FAIL");
+    assert_eq!(ran.code, if failed { 1 } else { 0 }, "{}{}", ran.out, ran.err);
+}

@@ -1,0 +1,127 @@
+//! The documented bound of every number in a config, checked before a run
+//! starts, so a value that cannot mean anything (a phase of 584 million
+//! years, a lease longer than a year) is bad input naming its field, not a
+//! livelock on every seed. docs/scenarios.md lists the same table.
+
+use crate::config::{ConfigError, SimConfig};
+use crate::plan::{FaultAction, TimedFault};
+use crate::swarm::FaultProfile;
+
+/// A day, in milliseconds.
+pub const DAY_MS: u64 = 86_400_000;
+/// The longest phase, and the latest time anything may be scheduled.
+pub const PHASE_MS_MAX: u64 = 30 * DAY_MS;
+/// The longest lease, timeout, interval, backoff or fault duration.
+pub const DURATION_MS_MAX: u64 = DAY_MS;
+/// The longest retention window or retry deadline.
+pub const WINDOW_MS_MAX: u64 = 365 * DAY_MS;
+/// The most sends an operation may make, and the most timed faults of a kind.
+pub const COUNT_MAX: u32 = 1000;
+/// The largest weight of a kind of operation.
+pub const WEIGHT_MAX: u32 = 1_000_000;
+/// The largest step budget.
+pub const STEPS_MAX: u64 = 100_000_000;
+/// The largest clock drift, in parts per million.
+pub const DRIFT_PPM_MAX: u32 = 100_000;
+
+fn at_most(field: &str, value: u64, max: u64) -> Result<(), ConfigError> {
+    match value <= max {
+        true => Ok(()),
+        false => Err(ConfigError(format!("{field} is {value}, more than its bound of {max}"))),
+    }
+}
+
+/// Checks every number of `config` against its bound.
+pub fn check(config: &SimConfig) -> Result<(), ConfigError> {
+    let c = config;
+    let p = &c.protocol;
+    let r = &p.retry;
+    let durations = [
+        ("protocol.lease_ms", p.lease_ms),
+        ("protocol.sweep_interval_ms", p.sweep_interval_ms),
+        ("protocol.reconcile_interval_ms", p.reconcile_interval_ms),
+        ("protocol.reconcile_idle_max_ms", p.reconcile_idle_max_ms),
+        ("protocol.reconcile_bound_ms", p.reconcile_bound_ms),
+        ("protocol.relay_interval_ms", p.relay_interval_ms),
+        ("protocol.store_timeout_ms", p.store_timeout_ms),
+        ("protocol.downstream_timeout_ms", p.downstream_timeout_ms),
+        ("protocol.work_ms[1]", p.work_ms[1]),
+        ("protocol.retry.base_ms", r.base_ms),
+        ("protocol.retry.cap_ms", r.cap_ms),
+        ("protocol.retry.timeout_ms", r.timeout_ms),
+        ("protocol.retry_after.in_flight_min_ms", p.retry_after.in_flight_min_ms),
+        ("protocol.retry_after.takeover_refused_ms", p.retry_after.takeover_refused_ms),
+        ("protocol.retry_after.lease_lost_ms", p.retry_after.lease_lost_ms),
+        ("protocol.retry_after.unavailable_ms", p.retry_after.unavailable_ms),
+    ];
+    durations.iter().try_for_each(|(f, v)| at_most(f, *v, DURATION_MS_MAX))?;
+    let windows = [
+        ("protocol.expiry_window_ms", p.expiry_window_ms),
+        ("protocol.sweep_window_ms", p.sweep_window_ms),
+        ("protocol.retry.deadline_ms", r.deadline_ms),
+    ];
+    windows.iter().try_for_each(|(f, v)| at_most(f, *v, WINDOW_MS_MAX))?;
+    at_most("protocol.retry.attempts_max", r.attempts_max.into(), COUNT_MAX.into())?;
+    at_most("protocol.retry.budget.tokens_max", r.budget.tokens_max.into(), 1_000_000)?;
+    at_most("protocol.amplification_max_percent", p.amplification_max_percent.into(), 100_000)?;
+    at_most("phases.fault_ms", c.phases.fault_ms, PHASE_MS_MAX)?;
+    at_most("phases.heal_ms", c.phases.heal_ms, PHASE_MS_MAX)?;
+    at_most("workload.spread_ms", c.workload.spread_ms, PHASE_MS_MAX)?;
+    let m = &c.workload.mix;
+    let weights = [
+        ("orders", m.orders),
+        ("charges", m.charges),
+        ("checkout", m.checkout),
+        ("concurrent_duplicate", m.concurrent_duplicate),
+        ("mismatch", m.mismatch),
+        ("missing_key", m.missing_key),
+        ("invalid_then_fixed", m.invalid_then_fixed),
+        ("tenant_collision", m.tenant_collision),
+    ];
+    for (name, w) in weights {
+        at_most(&format!("workload.mix.{name}"), w.into(), WEIGHT_MAX.into())?;
+    }
+    at_most("budgets.steps_max", c.budgets.steps_max, STEPS_MAX)?;
+    if let crate::config::Durability::WriteBack { sync_interval_ms } = c.durability {
+        at_most("durability.write_back.sync_interval_ms", sync_interval_ms, DURATION_MS_MAX)?;
+    }
+    for op in c.workload.operations.iter().flatten() {
+        at_most(&format!("workload.operations[{}].start_ms", op.op.0), op.start_ms, PHASE_MS_MAX)?;
+    }
+    Ok(())
+}
+
+/// Checks the numbers of a fault profile.
+pub fn check_profile(p: &FaultProfile) -> Result<(), ConfigError> {
+    let durations = [
+        ("faults.latency_ms[1]", p.latency_ms[1]),
+        ("faults.dup_delay_max_ms", p.dup_delay_max_ms),
+        ("faults.partition_ms_max", p.partition_ms_max),
+        ("faults.down_ms_max", p.down_ms_max),
+        ("faults.pause_ms_max", p.pause_ms_max),
+        ("faults.skew_ms_max", p.skew_ms_max),
+    ];
+    durations.iter().try_for_each(|(f, v)| at_most(f, *v, DURATION_MS_MAX))?;
+    let counts = [
+        ("faults.partitions", p.partitions),
+        ("faults.server_crashes", p.server_crashes),
+        ("faults.db_crashes", p.db_crashes),
+        ("faults.pauses", p.pauses),
+    ];
+    counts.iter().try_for_each(|(f, v)| at_most(f, (*v).into(), COUNT_MAX.into()))?;
+    at_most("faults.drift_ppm_max", p.drift_ppm_max.into(), DRIFT_PPM_MAX.into())
+}
+
+/// Checks the numbers of a scheduled fault.
+pub fn check_fault(f: &TimedFault) -> Result<(), ConfigError> {
+    at_most("faults.scheduled[].at_ms", f.at_ms, PHASE_MS_MAX)?;
+    match f.action {
+        FaultAction::Crash { down_ms: ms, .. }
+        | FaultAction::Pause { for_ms: ms, .. }
+        | FaultAction::Partition { for_ms: ms, .. } => at_most("faults.scheduled[] duration", ms, DURATION_MS_MAX),
+        FaultAction::Skew { offset_ms, drift_ppm, .. } => {
+            at_most("faults.scheduled[].offset_ms", offset_ms.unsigned_abs(), DURATION_MS_MAX)?;
+            at_most("faults.scheduled[].drift_ppm", drift_ppm.unsigned_abs().into(), DRIFT_PPM_MAX.into())
+        }
+    }
+}
