@@ -4,8 +4,9 @@
 //! and bad connection settings as one line. Skipped with a message without
 //! a server, except under `CI=true`.
 
+use crate::cli::idemsim;
 use idemsim_model::{Fingerprint, Property, Scope, SimTime};
-use idemsim_scenarios::cli::{run, EXIT_CLEAN, EXIT_USAGE};
+use idemsim_scenarios::cli::{EXIT_CLEAN, EXIT_USAGE};
 use idemsim_scenarios::stress::{stress, StressSpec};
 use idemsim_scenarios::target::StoreTarget;
 use idemsim_sim::Variant;
@@ -107,13 +108,6 @@ fn reset_deletes_only_its_own_prefix() {
         let _ = other.read(&scope).await;
         assert!(other.read(&scope).await.unwrap().is_some());
     });
-}
-
-fn idemsim(args: &[&str]) -> (i32, String, String) {
-    let argv = std::iter::once("idemsim").chain(args.iter().copied()).map(String::from).collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run(argv, &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
 }
 
 #[test]

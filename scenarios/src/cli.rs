@@ -328,9 +328,15 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
                 let _ = write!(out, "{text}"); // --help, --version
                 return EXIT_CLEAN;
             }
-            // A usage error is its first line; `--help` has the rest.
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
-            let _ = writeln!(err, "{first} (see --help)");
+            // A usage error in one line: its message, without the usage
+            // and tips that `--help` gives.
+            let message: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+                .collect();
+            let message = message.into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+            let _ = writeln!(err, "{message} (see --help)");
             return EXIT_USAGE;
         }
     };
@@ -463,8 +469,10 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
     }
     // A scenario file is a test: its `expect` for the variant is the verdict.
     let expected = args.target.file.as_ref().and_then(|_| scenario.expect.get(&variant).copied());
+    let mut quiet = std::io::sink();
+    let said: &mut dyn Write = if args.json { &mut quiet } else { out };
     let code = match expected {
-        Some(expect) => judge_expect(expect, &report, out),
+        Some(expect) => judge_expect(expect, &report, said),
         None => exit_code(&report),
     };
     if let (true, Some(first)) = (args.shrink, report.failures.first()) {

@@ -9,9 +9,5 @@ if st[1] then
   attempt = tonumber(st[2]) + 1
 end
 redis.call('DEL', rkey(m))
-redis.call('HSET', rkey(m), 'fp', fp, 'status', 'in_progress', 'attempt', attempt,
-  'locked_until', until_ms, 'created_at', now)
-redis.call('ZADD', IDX, 0, m)
-redis.call('ZADD', CREATED, now, m)
-redis.call('ZADD', LEASES, until_ms, m)
+insert(m, fp, attempt, now, until_ms)
 return {1, attempt}

@@ -7,9 +7,5 @@ local st = redis.call('HMGET', rkey(m), 'status', 'attempt')
 local attempt = 1
 if st[1] == 'released' then attempt = tonumber(st[2]) + 1 end
 if st[1] == 'in_progress' then attempt = tonumber(st[2]) end
-redis.call('HSET', rkey(m), 'fp', fp, 'status', 'in_progress', 'attempt', attempt,
-  'locked_until', until_ms, 'created_at', now)
-redis.call('ZADD', IDX, 0, m)
-redis.call('ZADD', CREATED, now, m)
-redis.call('ZADD', LEASES, until_ms, m)
+insert(m, fp, attempt, now, until_ms)
 return {1, attempt}

@@ -30,3 +30,12 @@ local function held(m, attempt)
   local st = redis.call('HMGET', rkey(m), 'status', 'attempt')
   return st[1] == 'in_progress' and st[2] == attempt
 end
+
+-- Writes a new in_progress record held by `attempt`, and indexes it.
+local function insert(m, fp, attempt, now, until_ms)
+  redis.call('HSET', rkey(m), 'fp', fp, 'status', 'in_progress', 'attempt', attempt,
+    'locked_until', until_ms, 'created_at', now)
+  redis.call('ZADD', IDX, 0, m)
+  redis.call('ZADD', CREATED, now, m)
+  redis.call('ZADD', LEASES, until_ms, m)
+end

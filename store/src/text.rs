@@ -8,11 +8,9 @@ pub fn mask_url(url: &str) -> String {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
     };
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => match credentials.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => format!("{scheme}://***@{host}{path}"),
-        },
+    // Only a password is hidden: `user@host` has none.
+    match authority.rsplit_once('@').and_then(|(credentials, host)| Some((credentials.split_once(':')?.0, host))) {
+        Some((user, host)) => format!("{scheme}://{user}:***@{host}{path}"),
         None => url.to_string(),
     }
 }
