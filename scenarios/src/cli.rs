@@ -476,7 +476,9 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         None => exit_code(&report),
     };
     if let (true, Some(first)) = (args.shrink, report.failures.first()) {
-        let path = shrink_out.unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, first.seed));
+        let path = shrink_out
+            .as_ref()
+            .map_or_else(|| default_shrink_path(&scenario.name, &variant, first.seed), |o| o.path().to_path_buf());
         let spec = crate::shrink::ShrinkSpec {
             scenario: &scenario,
             variant: &variant,
@@ -487,8 +489,11 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         };
         let _ = writeln!(out, "\nshrinking seed {}:", first.seed);
         // The sweep's verdict stands whether or not the shrink works.
-        if let Err(why) = shrink_and_write(&spec, &path, out) {
-            let _ = writeln!(out, "  could not shrink: {why}");
+        match shrink_and_write(&spec, &path, out) {
+            Ok(()) => shrink_out.map_or((), crate::output::Output::keep),
+            Err(why) => {
+                let _ = writeln!(out, "  could not shrink: {why}");
+            }
         }
     }
     Ok(code)
@@ -528,7 +533,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
     let variant = variant_of(&args.target, &scenario)?;
     let path = args.out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, args.seed));
-    let path = crate::output::prepare(&path, &["json", "toml"], "the shrunk scenario")?;
+    let output = crate::output::prepare(&path, &["json", "toml"], "the shrunk scenario")?;
     let spec = crate::shrink::ShrinkSpec {
         scenario: &scenario,
         variant: &variant,
@@ -538,7 +543,8 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
         property: scenario.expected_property(&variant),
     };
     let _ = writeln!(out, "idemsim shrink: scenario {}, variant {variant}, seed {}", scenario.name, args.seed);
-    shrink_and_write(&spec, &path, out)?;
+    shrink_and_write(&spec, output.path(), out)?;
+    output.keep();
     Ok(EXIT_VIOLATION)
 }
 
@@ -585,12 +591,9 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         .or(scenario.reproduces.as_ref().map(|r| r.seed))
         .ok_or_else(|| "--seed is required (the scenario names no run to reproduce)".to_string())?;
     let config = scenario.config_for(&variant)?;
-    if let Some(path) = &args.trace {
-        crate::output::prepare(path, &["jsonl"], "the trace")?;
-    }
-    if let Some(path) = &args.html {
-        crate::output::prepare(path, &["html", "htm"], "the timeline")?;
-    }
+    let trace_out = args.trace.as_deref().map(|p| crate::output::prepare(p, &["jsonl"], "the trace")).transpose()?;
+    let html_out =
+        args.html.as_deref().map(|p| crate::output::prepare(p, &["html", "htm"], "the timeline")).transpose()?;
     let subject = Subject::from(args.target.store);
     let outcome = run_seed(&config, &subject, seed).map_err(|e| e.to_string())?;
     let ctx = report::Context {
@@ -602,14 +605,18 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         shard: None,
         file: args.target.file.as_deref(),
     };
-    if let Some(path) = &args.trace {
+    if let Some(output) = trace_out {
         let text = to_jsonl(seed, &scenario.name, &variant, &outcome.history);
+        let path = output.path();
         std::fs::write(path, text).map_err(|e| format!("cannot write the trace to {}: {e}", path.display()))?;
+        output.keep();
     }
-    if let Some(path) = &args.html {
+    if let Some(output) = html_out {
         let title = format!("{} / {variant} / seed {seed}", scenario.name);
         let page = idemsim_sim::html::render(&title, &outcome.history, &outcome.violations);
+        let path = output.path();
         std::fs::write(path, page).map_err(|e| format!("cannot write the timeline to {}: {e}", path.display()))?;
+        output.keep();
     }
     if args.json {
         report::replay_json(&ctx, &outcome, out).map_err(|e| e.to_string())?;
@@ -744,10 +751,12 @@ fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     let _ = err.flush();
     let written = if args.json { writeln!(out, "{json}") } else { report::bench_text(&report, out) };
     written.map_err(|e| e.to_string())?;
-    if let Some(path) = &out_path {
+    if let Some(output) = out_path {
+        let path = output.path();
         std::fs::write(path, format!("{json}\n")).map_err(|e| {
             format!("cannot write the bench report to {}: {}", path.display(), crate::output::plain(&e))
         })?;
+        output.keep();
     }
     if report.interrupted {
         return Ok(EXIT_INTERRUPTED);

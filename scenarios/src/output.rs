@@ -3,10 +3,39 @@
 
 use std::path::{Path, PathBuf};
 
+/// An output file created before the work: removed again when dropped
+/// unless [`keep`](Output::keep) was called, so a command that fails leaves
+/// no empty file behind.
+#[derive(Debug)]
+pub struct Output {
+    path: PathBuf,
+    kept: bool,
+}
+
+impl Output {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file was written: keep it.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 /// Checks that `path` ends in one of `extensions` (which decides its
-/// format) and can be written, by creating it now (empty). Returns it.
-/// `what` names the file in errors ("the trace").
-pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<PathBuf, String> {
+/// format) and can be written, by creating it now (empty). `what` names
+/// the file in errors ("the trace").
+pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, String> {
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     if !ext.as_deref().is_some_and(|e| extensions.contains(&e)) {
         let wanted: Vec<String> = extensions.iter().map(|e| format!(".{e}")).collect();
@@ -17,7 +46,7 @@ pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<PathBuf, 
         ));
     }
     std::fs::File::create(path).map_err(|e| format!("cannot write {what} to {}: {}", path.display(), plain(&e)))?;
-    Ok(path.to_path_buf())
+    Ok(Output { path: path.to_path_buf(), kept: false })
 }
 
 /// An I/O error in plain words, without the `(os error N)` suffix.
@@ -41,7 +70,11 @@ mod tests {
         assert!(yaml.contains("must end in .json or .toml"), "{yaml}");
         let missing = prepare(Path::new("/nonexistent/s.json"), &["json"], "the scenario").unwrap_err();
         assert_eq!(missing, "cannot write the scenario to /nonexistent/s.json: No such file or directory");
-        assert!(prepare(&dir.join("s.TOML"), &["json", "toml"], "the scenario").is_ok());
+        let kept = prepare(&dir.join("s.TOML"), &["json", "toml"], "the scenario").unwrap();
+        kept.keep();
+        assert!(dir.join("s.TOML").exists());
+        drop(prepare(&dir.join("t.json"), &["json"], "the scenario").unwrap());
+        assert!(!dir.join("t.json").exists(), "an output not written is removed");
         std::fs::remove_dir_all(&dir).ok();
     }
 }
