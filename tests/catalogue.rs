@@ -140,3 +140,16 @@ fn a_user_variant_runs_through_the_catalogue() {
     assert_eq!(back.steps_of("my-two-bugs").unwrap(), mine);
     assert!(seed < 2000);
 }
+
+/// Regression (issue: checkers' blind spots, point 6): the expiry checker
+/// measured a record's age from the database's apply event, one network hop
+/// after the claiming server's clock set `created_at`, and called a correct
+/// sweep 2 ms early. It now judges the age the store judged: the sweeper's
+/// clock against the stored `created_at`.
+#[test]
+fn expiry_window_seed_10965_is_not_a_false_positive() {
+    let config = catalogue::find("expiry-window").unwrap().config_for("correct").unwrap();
+    let out = run_seed(&config, StoreKind::Mem, 10965).unwrap();
+    assert!(out.coverage.record_swept > 0, "the seed sweeps records");
+    assert_eq!(out.violations, vec![], "{:?}", out.violations.first());
+}

@@ -400,10 +400,16 @@ pub enum Event {
     RecordSwept {
         /// The record.
         scope: Scope,
-        /// When it was created.
+        /// When it was created: the `created_at` the record stores (the
+        /// claiming server's clock).
         created_at: SimTime,
         /// Whether it was completed.
         completed: bool,
+        /// The sweeper's clock when it swept: what the store compared
+        /// `created_at` with (histories written before it was recorded
+        /// have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        as_of: Option<SimTime>,
     },
     /// The dependency was called.
     DownstreamCalled {

@@ -80,8 +80,9 @@ impl World {
             self.note_write();
         }
         match (op, reply) {
-            (StoreOp::Claim { scope, .. }, StoreReply::Claim(Claim::Owned(_))) => {
-                self.records.insert(scope.clone(), (true_now(), false));
+            // The created_at the store keeps: the claimer's clock.
+            (StoreOp::Claim { scope, now, .. }, StoreReply::Claim(Claim::Owned(_))) => {
+                self.records.insert(scope.clone(), (*now, false));
             }
             (StoreOp::Complete { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
                 if let Some(r) = self.records.get_mut(scope) {
@@ -104,10 +105,13 @@ impl World {
             {
                 self.send(NodeId::Db, NodeId::Relay, crate::msg::Msg::Notify);
             }
-            (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => self.swept(scope),
-            (StoreOp::Sweep { .. }, StoreReply::Scopes(swept)) => {
+            (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
+                let as_of = self.node_time(NodeId::Sweeper, true_now());
+                self.swept(scope, as_of);
+            }
+            (StoreOp::Sweep { now, .. }, StoreReply::Scopes(swept)) => {
                 for scope in swept {
-                    self.swept(scope);
+                    self.swept(scope, *now);
                 }
             }
             _ if !recorded => self.step(),
@@ -115,8 +119,9 @@ impl World {
         }
     }
 
-    fn swept(&mut self, scope: &idemsim_model::Scope) {
+    fn swept(&mut self, scope: &idemsim_model::Scope, as_of: idemsim_model::SimTime) {
         let (created_at, completed) = self.records.remove(scope).unwrap_or_default();
-        self.record(NodeId::Sweeper, Event::RecordSwept { scope: scope.clone(), created_at, completed });
+        let event = Event::RecordSwept { scope: scope.clone(), created_at, completed, as_of: Some(as_of) };
+        self.record(NodeId::Sweeper, event);
     }
 }

@@ -108,7 +108,10 @@ mod tests {
     fn a_sweep_starts_a_new_lifetime() {
         let mut s = Story::new();
         local(&mut s, 1, "o1");
-        s.at(NodeId::Sweeper, Event::RecordSwept { scope: scope(), created_at: SimTime(0), completed: true });
+        s.at(
+            NodeId::Sweeper,
+            Event::RecordSwept { scope: scope(), created_at: SimTime(0), completed: true, as_of: None },
+        );
         local(&mut s, 1, "o2");
         assert!(check(&s.history).is_empty());
     }

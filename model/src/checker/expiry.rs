@@ -34,7 +34,7 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
             Event::Released { scope, .. } => {
                 lifetimes.remove(scope);
             }
-            Event::RecordSwept { scope, created_at, completed } => {
+            Event::RecordSwept { scope, created_at, completed, as_of } => {
                 if !completed {
                     out.push(Violation::new(
                         Property::Expiry,
@@ -42,7 +42,9 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                         format!("{scope} was swept while in_progress: its recovery is lost"),
                     ));
                 }
-                let age = entry.at.since_ms(*created_at);
+                // The age the store judged: the sweeper's clock against the
+                // created_at the record stores, both as they were.
+                let age = as_of.unwrap_or(entry.at).since_ms(*created_at);
                 if age < window {
                     out.push(Violation::new(
                         Property::Expiry,
@@ -66,7 +68,10 @@ mod tests {
     const DAY: u64 = 86_400_000;
 
     fn swept(s: &mut Story, created_at: u64, completed: bool) -> usize {
-        s.at(NodeId::Sweeper, Event::RecordSwept { scope: scope(), created_at: SimTime(created_at), completed })
+        s.at(
+            NodeId::Sweeper,
+            Event::RecordSwept { scope: scope(), created_at: SimTime(created_at), completed, as_of: None },
+        )
     }
 
     #[test]
