@@ -281,7 +281,8 @@ fn parse_store(s: &str) -> Result<StoreKind, String> {
     StoreKind::from_name(s).ok_or_else(|| format!("unknown store '{s}'; expected mem or sqlite"))
 }
 
-fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
+/// Parses a seed range `A..B` (B excluded, A < B).
+pub(crate) fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
     let bad = || format!("'{s}' is not a seed range; expected A..B with A < B, e.g. 0..2000");
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
     let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);

@@ -141,13 +141,7 @@ fn seeds_asked(seed: Option<String>, seeds: Option<String>) -> Result<Option<Ran
         return Ok(Some(seed..seed.saturating_add(1)));
     }
     let Some(range) = seeds else { return Ok(None) };
-    let bad = || format!("{SEEDS_VAR}='{range}' is not a seed range; expected A..B with A < B");
-    let (a, b) = range.split_once("..").ok_or_else(bad)?;
-    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
-    match a < b {
-        true => Ok(Some(a..b)),
-        false => Err(bad()),
-    }
+    crate::cli::parse_seeds(&range).map(Some).map_err(|e| format!("{SEEDS_VAR}: {e}"))
 }
 
 /// The command that runs this test again on `seed` alone.

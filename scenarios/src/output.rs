@@ -51,11 +51,7 @@ pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, S
 
 /// An I/O error in plain words, without the `(os error N)` suffix.
 pub fn plain(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
+    idemsim_store::plain_error(&e.to_string(), None)
 }
 
 #[cfg(test)]
