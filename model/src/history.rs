@@ -100,6 +100,9 @@ pub enum Answer {
     LeaseLost,
     /// The store failed or timed out (503).
     Unavailable,
+    /// Seen from outside (`idemsim http`): how the service reached it is
+    /// not known.
+    Unknown,
 }
 
 /// Which fenced write was attempted.

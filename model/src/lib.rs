@@ -37,6 +37,7 @@ mod decision;
 mod fingerprint;
 pub mod history;
 mod ids;
+pub mod outside;
 mod record;
 mod reference;
 mod request;

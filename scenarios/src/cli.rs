@@ -48,6 +48,10 @@ enum Command {
     Stress(StressArgs),
     /// The conformance kit plus a stress run against a store, as a verdict table.
     CheckStore(CheckStoreArgs),
+    /// Attack a running HTTP service's Idempotency-Key behaviour from outside.
+    Http(HttpArgs),
+    /// Serve the protocol (or a broken variant) as a real HTTP service.
+    Serve(ServeArgs),
     /// Measure simulation speed and time to first failure; print targets.
     Bench(BenchArgs),
     /// Combine `run --json` reports (e.g. of shards) into one.
@@ -204,6 +208,76 @@ struct StressArgs {
 }
 
 #[derive(Args, Debug)]
+struct HttpArgs {
+    /// The service's base URL (plain HTTP on loopback), e.g. http://127.0.0.1:7400.
+    #[arg(long)]
+    target: Option<String>,
+    /// The service's API (TOML or JSON): endpoints, bodies, headers, tenants
+    /// (default: the API of `idemsim serve`). See docs/black-box.md.
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// Fixes the attack plan and the fault plan (not the interleaving).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Operations in the plan (late replays come on top).
+    #[arg(long, default_value_t = 300)]
+    requests: usize,
+    /// Attack groups in flight at once.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// A try without an answer after this is lost.
+    #[arg(long, default_value_t = 3000)]
+    timeout_ms: u64,
+    /// The slow provider's delay (longer than the service's lease).
+    #[arg(long, default_value_t = 1200)]
+    slow_ms: u64,
+    /// The run stops starting work after this.
+    #[arg(long, default_value_t = 120)]
+    max_secs: u64,
+    /// Where idemsim's payment provider listens (overrides the config).
+    #[arg(long)]
+    provider_listen: Option<String>,
+    /// Prefix of keys and references (default: unique per run).
+    #[arg(long)]
+    tag: Option<String>,
+    /// Write every observation as JSON Lines (.jsonl).
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
+    /// One JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Where to listen (loopback; port 0 picks one and prints it).
+    #[arg(long, default_value = "127.0.0.1:7400")]
+    listen: String,
+    /// The protocol variant (a catalogue name; default correct).
+    #[arg(long, default_value = "correct", value_parser = parse_variant)]
+    variant: idemsim_sim::Variant,
+    /// The store: mem, sqlite, pg, mysql or redis.
+    #[arg(long, default_value = "mem")]
+    store: String,
+    /// Connection URL of a server store.
+    #[arg(long)]
+    url: Option<String>,
+    /// The payment provider's base URL (e.g. `idemsim http`'s,
+    /// http://127.0.0.1:7410); default: an in-process one.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Replicas behind the listener (requests go round robin).
+    #[arg(long, default_value_t = 2)]
+    nodes: u32,
+    /// Lease of a claim or takeover.
+    #[arg(long, default_value_t = 500)]
+    lease_ms: u64,
+    /// Stop after this many seconds (0: run until Ctrl-C).
+    #[arg(long, default_value_t = 0)]
+    max_secs: u64,
+}
+
+#[derive(Args, Debug)]
 struct CheckStoreArgs {
     #[command(flatten)]
     target: StoreArgs,
@@ -347,6 +421,8 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::Shrink(args) => cmd_shrink(args, out),
         Command::Stress(args) => cmd_stress(args, out),
         Command::CheckStore(args) => cmd_check_store(args, out),
+        Command::Http(args) => cmd_http(args, out),
+        Command::Serve(args) => cmd_serve(args, out),
         Command::Bench(args) => cmd_bench(args, out, err),
         Command::Merge { files, json } => crate::merge::cmd_merge(&files, json, out),
         Command::Explain { name, json, toml } => cmd_explain(&name, json, toml, out),
@@ -665,6 +741,73 @@ fn cmd_stress(args: StressArgs, out: &mut dyn Write) -> Result<i32, String> {
         return Ok(EXIT_INTERRUPTED);
     }
     Ok(if report.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+fn cmd_http(args: HttpArgs, out: &mut dyn Write) -> Result<i32, String> {
+    let mut config = match &args.config {
+        Some(path) => crate::http::config::HttpConfig::from_file(path)?,
+        None => crate::http::config::HttpConfig::default(),
+    };
+    if let Some(t) = &args.target {
+        config.target = Some(t.clone());
+    }
+    if let Some(p) = &args.provider_listen {
+        config.provider_listen = p.clone();
+    }
+    let trace = match &args.trace {
+        Some(path) => Some(crate::output::prepare(path, &["jsonl"], "the trace")?),
+        None => None,
+    };
+    let spec = crate::http::HttpSpec {
+        config,
+        seed: args.seed,
+        ops: args.requests,
+        clients: args.clients,
+        timeout_ms: args.timeout_ms,
+        slow_ms: args.slow_ms,
+        max_secs: args.max_secs,
+        tag: args.tag.clone(),
+    };
+    let report = crate::http::run(&spec)?;
+    if let Some(trace) = trace {
+        let mut file =
+            std::io::BufWriter::new(std::fs::File::create(trace.path()).map_err(|e| crate::output::plain(&e))?);
+        crate::http::report::trace(&report, &mut file)
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot write the trace: {}", crate::output::plain(&e)))?;
+        trace.keep();
+    }
+    let mut reproduce = format!("{} http --target {} --seed {}", program(), report.target, report.seed);
+    if let Some(c) = &args.config {
+        reproduce.push_str(&format!(" --config {}", c.display()));
+    }
+    if args.requests != 300 {
+        reproduce.push_str(&format!(" --requests {}", args.requests));
+    }
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
+    } else {
+        crate::http::report::text(&report, &reproduce, out).map_err(|e| e.to_string())?;
+    }
+    if report.stopped_early.as_deref() == Some("interrupted") {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    Ok(if report.verdict.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+fn cmd_serve(args: ServeArgs, out: &mut dyn Write) -> Result<i32, String> {
+    let listen = args.listen.parse().map_err(|_| format!("--listen {:?} is not an IP:port", args.listen))?;
+    let target = StoreTarget::parse(&args.store, args.url.as_deref())?;
+    let spec = crate::serve::ServeSpec {
+        listen,
+        nodes: args.nodes,
+        lease_ms: args.lease_ms,
+        provider: args.provider.clone(),
+        max_secs: args.max_secs,
+        ..crate::serve::ServeSpec::default()
+    };
+    crate::serve::serve(&spec, &target, args.variant.protocol(), out)?;
+    Ok(EXIT_CLEAN)
 }
 
 fn cmd_check_store(args: CheckStoreArgs, out: &mut dyn Write) -> Result<i32, String> {

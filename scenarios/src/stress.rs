@@ -513,7 +513,13 @@ impl Env for StressEnv {
         }
     }
 
-    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String> {
+    async fn charge(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        downstream_key: DownstreamKey,
+        _request: &Request,
+    ) -> Option<String> {
         let rec = &self.ctx.rec;
         let mut charges = self.ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
         let called = Event::DownstreamCalled {

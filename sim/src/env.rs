@@ -115,7 +115,13 @@ impl Env for SimEnv {
         }
     }
 
-    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String> {
+    async fn charge(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        downstream_key: DownstreamKey,
+        _request: &Request,
+    ) -> Option<String> {
         let timeout = self.config.protocol.downstream_timeout_ms;
         let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
         match self.node.call(NodeId::Downstream, self.origin, body, timeout).await {

@@ -30,6 +30,7 @@ fn answer(a: Answer) -> &'static str {
         Answer::Invalid => "invalid, not stored",
         Answer::LeaseLost => "lease lost",
         Answer::Unavailable => "unavailable",
+        Answer::Unknown => "seen from outside",
     }
 }
 

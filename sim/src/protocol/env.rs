@@ -63,9 +63,23 @@ pub trait Env: Send + Sync {
     fn now(&self) -> SimTime;
     /// Runs one store operation; `None` when it failed or timed out.
     async fn store(&self, op: StoreOp) -> Option<StoreReply>;
-    /// Calls the dependency with a downstream key; the charge id, or `None`
-    /// when it did not answer in time.
-    async fn charge(&self, scope: &Scope, attempt: Attempt, downstream_key: DownstreamKey) -> Option<String>;
+    /// Calls the dependency with a downstream key for `request`; the charge
+    /// id, or `None` when it did not answer in time.
+    async fn charge(
+        &self,
+        scope: &Scope,
+        attempt: Attempt,
+        downstream_key: DownstreamKey,
+        request: &Request,
+    ) -> Option<String>;
+    /// A stamp the environment adds to the response of the execution that
+    /// holds `attempt` (`idemsim serve`: which execution produced it, as
+    /// real services stamp ids and times, and as it also tells the
+    /// dependency), so a completion by a superseded execution shows from
+    /// outside. None by default.
+    fn stamp(&self, _attempt: Attempt) -> Option<String> {
+        None
+    }
     /// Publishes one outbox message to the consumer; `true` when acknowledged.
     async fn publish(&self, entry: OutboxEntry) -> bool;
     /// Sleeps.

@@ -54,8 +54,9 @@ pub fn request_from(data: &Bytes) -> Option<Request> {
     serde_json::from_slice(&data.0).ok()
 }
 
-/// Everything the completing transaction writes for `request`.
-pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>) -> Completion {
+/// Everything the completing transaction writes for `request`; `stamp`
+/// (see `Env::stamp`) goes into the response.
+pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>, stamp: Option<&str>) -> Completion {
     let effects = Effects::of_path(&request.path);
     let amount = amount_of(request).unwrap_or(0);
     let mut body = format!(r#"{{"for":"{scope}","path":"{}","amount":{amount}"#, request.path);
@@ -64,6 +65,9 @@ pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>) -> Com
     }
     if effects.local {
         body.push_str(&format!(r#","order":"order:{scope}""#));
+    }
+    if let Some(stamp) = stamp {
+        body.push_str(&format!(r#","execution":"{stamp}""#));
     }
     body.push('}');
     let local_effect = effects.local.then(|| LocalEffect { id: format!("order:{scope}"), data: Bytes::text(&body) });
@@ -113,7 +117,7 @@ mod tests {
     #[test]
     fn a_checkout_commits_a_row_and_a_message() {
         let r = request("/checkout", r#"{"amount":5}"#);
-        let c = completion(&Scope::new("acme", "k"), &r, Some("ch_1"));
+        let c = completion(&Scope::new("acme", "k"), &r, Some("ch_1"), None);
         assert_eq!(c.response.status, 201);
         assert!(c.response.body.lossy().contains("ch_1"));
         assert!(c.local_effect.is_some());

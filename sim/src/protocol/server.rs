@@ -105,7 +105,7 @@ impl Execution<'_> {
             }
         }
         let charged = charge.is_some();
-        let mut completion = completion(scope, self.request, charge.as_deref());
+        let mut completion = completion(scope, self.request, charge.as_deref(), env.stamp(attempt).as_deref());
         if let Err(reply) = p.before_commit(env, scope, attempt, &mut completion).await {
             return Some(reply);
         }
@@ -142,7 +142,7 @@ impl Execution<'_> {
                 _ => return Err(Reply::unavailable("store unavailable", env.settings())),
             }
         }
-        match env.charge(scope, attempt, key).await {
+        match env.charge(scope, attempt, key, self.request).await {
             Some(charge_id) => Ok(charge_id),
             None => Err(Reply::unavailable("payment provider timed out", env.settings())),
         }

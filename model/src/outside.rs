@@ -1,0 +1,675 @@
+//! Judging a running service from outside: what `idemsim http` records, and
+//! the properties of PROTOCOL.md decided from it.
+//!
+//! A black-box run sees only what a client and the service's dependency
+//! see: the requests as the client sent them, the answers (and the answers
+//! a fault proxy kept from the client), the charges the dependency received
+//! with the request reference the service forwarded, and, where the service
+//! lists them, its local effects. Every judgement is keyed by the request
+//! as the client sent it (tenant, method, path, key, body), never by what
+//! the service computed. A property that these observations cannot decide
+//! is reported as not judged, with the reason, instead of passing.
+
+use crate::checker::{Property, Violation};
+use crate::{Bytes, CallerId, IdempotencyKey, OpId, Request, StoredResponse};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One observation of a black-box run, in the order it was made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Seen {
+    /// The client sent one try of an operation.
+    Sent {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The operation.
+        op: OpId,
+        /// 1 for the first send.
+        try_no: u32,
+        /// The request exactly as sent (the tenant as `caller`).
+        request: Request,
+        /// The attack the operation belongs to.
+        attack: String,
+    },
+    /// The client received an answer.
+    Answered {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The operation.
+        op: OpId,
+        /// The try answered.
+        try_no: u32,
+        /// Status and body bytes.
+        response: StoredResponse,
+        /// The `Retry-After` hint, in milliseconds.
+        retry_after_ms: Option<u64>,
+    },
+    /// The client got no answer: a timeout, a reset, or a response the
+    /// fault proxy dropped (then `proxy_saw` holds it).
+    Lost {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The operation.
+        op: OpId,
+        /// The try.
+        try_no: u32,
+        /// What happened.
+        why: String,
+        /// The response the service sent and the proxy dropped.
+        proxy_saw: Option<StoredResponse>,
+    },
+    /// The client will send another try after a wait.
+    Retry {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The operation.
+        op: OpId,
+        /// The try that failed.
+        try_no: u32,
+        /// The wait.
+        wait_ms: u64,
+        /// Why (a status, or a lost answer).
+        cause: String,
+    },
+    /// The client gave up on an operation.
+    GaveUp {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The operation.
+        op: OpId,
+        /// Why.
+        reason: String,
+    },
+    /// The dependency was called by the service.
+    Charged {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The request reference the service forwarded (from the body the
+        /// client sent), if any.
+        reference: Option<String>,
+        /// The charge id the dependency answered.
+        charge: String,
+        /// The downstream idempotency key the service passed, if any.
+        downstream_key: Option<String>,
+        /// Whether this call made a new effect (a repeated downstream key
+        /// makes none).
+        new: bool,
+        /// The execution that called, if the service said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution: Option<String>,
+        /// The fencing token that execution held, if the service said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u64>,
+    },
+    /// The service's own list of its local effects for one request slot,
+    /// read at the end of the run.
+    LocalEffects {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The tenant.
+        caller: CallerId,
+        /// The endpoint's method.
+        method: String,
+        /// The endpoint's path.
+        path: String,
+        /// The key.
+        key: IdempotencyKey,
+        /// How many effects the service listed.
+        count: usize,
+    },
+}
+
+impl Seen {
+    /// When it was seen.
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            Seen::Sent { at_ms, .. }
+            | Seen::Answered { at_ms, .. }
+            | Seen::Lost { at_ms, .. }
+            | Seen::Retry { at_ms, .. }
+            | Seen::GaveUp { at_ms, .. }
+            | Seen::Charged { at_ms, .. }
+            | Seen::LocalEffects { at_ms, .. } => *at_ms,
+        }
+    }
+
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        match self {
+            Seen::Sent { op, try_no, request, attack, .. } => format!(
+                "{op:?} try {try_no} [{attack}]: tenant {} sends {} {} key {} body {}",
+                request.caller.0,
+                request.method,
+                request.path,
+                request.key.as_ref().map_or("(none)".to_string(), |k| format!("{:?}", k.0)),
+                request.body.lossy()
+            ),
+            Seen::Answered { op, try_no, response, .. } => {
+                format!("{op:?} try {try_no}: answered {} {}", response.status, response.body.lossy())
+            }
+            Seen::Lost { op, try_no, why, proxy_saw, .. } => match proxy_saw {
+                Some(r) => {
+                    format!("{op:?} try {try_no}: {why}; the service had answered {} {}", r.status, r.body.lossy())
+                }
+                None => format!("{op:?} try {try_no}: {why}"),
+            },
+            Seen::Retry { op, try_no, wait_ms, cause, .. } => {
+                format!("{op:?} try {try_no}: retries in {wait_ms} ms ({cause})")
+            }
+            Seen::GaveUp { op, reason, .. } => format!("{op:?}: gave up ({reason})"),
+            Seen::Charged { reference, charge, downstream_key, new, execution, attempt, .. } => format!(
+                "dependency charged {charge} for {}{} with downstream key {}{}",
+                reference.as_deref().unwrap_or("(no reference)"),
+                match (execution, attempt) {
+                    (Some(e), Some(a)) => format!(", called by execution {e} holding attempt {a},"),
+                    _ => String::new(),
+                },
+                downstream_key.as_deref().unwrap_or("(none)"),
+                if *new { "" } else { " (a repeat: no new effect)" }
+            ),
+            Seen::LocalEffects { caller, method, path, key, count, .. } => {
+                format!(
+                    "the service lists {count} local effect(s) for tenant {} {method} {path} key {:?}",
+                    caller.0, key.0
+                )
+            }
+        }
+    }
+}
+
+/// What a black-box run could observe, which decides what can be judged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observability {
+    /// Endpoints (method and path) whose execution calls the dependency.
+    pub charging: BTreeSet<(String, String)>,
+    /// Whether local effects were listed by the service.
+    pub local_effects: bool,
+    /// The prefix of the dependency's charge ids in this run (to find them
+    /// in response bodies).
+    pub charge_prefix: String,
+}
+
+/// Whether a property was judged, and if not, why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Judged {
+    /// The property.
+    pub property: Property,
+    /// `None` when judged; otherwise why it could not be.
+    pub not_judged: Option<String>,
+}
+
+/// The verdict of the outside judge.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutsideVerdict {
+    /// What broke; `events` index the observations.
+    pub violations: Vec<Violation>,
+    /// Each property, judged or not.
+    pub judged: Vec<Judged>,
+}
+
+/// The request an operation sends, and where it was first sent.
+struct OpView<'a> {
+    request: &'a Request,
+    first: usize,
+    /// `(index, response)` of every answer, including ones the proxy dropped.
+    answers: Vec<(usize, &'a StoredResponse)>,
+}
+
+/// A request slot: tenant, endpoint and key (an endpoint-scoped record is
+/// allowed, PROTOCOL.md section 2).
+type Slot = (CallerId, String, String, Option<IdempotencyKey>);
+
+fn slot(r: &Request) -> Slot {
+    (r.caller.clone(), r.method.clone(), r.path.clone(), r.key.clone())
+}
+
+fn success(r: &StoredResponse) -> bool {
+    (200..300).contains(&r.status)
+}
+
+fn transient(r: &StoredResponse) -> bool {
+    crate::retry::is_transient_status(r.status) || r.status == 409
+}
+
+/// The `ref` field of a JSON object body.
+pub fn reference_of(body: &Bytes) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(&body.0).ok()?;
+    v.get("ref")?.as_str().map(str::to_string)
+}
+
+/// Judges the observations of a black-box run.
+pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
+    let ops = op_views(seen);
+    let mut by_ref: BTreeMap<String, OpId> = BTreeMap::new();
+    for (op, v) in &ops {
+        if let Some(r) = reference_of(&v.request.body) {
+            by_ref.entry(r).or_insert(*op);
+        }
+    }
+    let forwarded =
+        seen.iter().any(|s| matches!(s, Seen::Charged { reference: Some(r), .. } if by_ref.contains_key(r)));
+    let mut out = Vec::new();
+    let mut judged = Vec::new();
+    let mut judge = |p: Property, why_not: Option<String>, found: Vec<Violation>| {
+        if why_not.is_none() {
+            out.extend(found);
+        }
+        judged.push(Judged { property: p, not_judged: why_not });
+    };
+    let no_charges = (!forwarded).then(|| {
+        "the dependency saw no charge carrying a request's `ref`: configure the service to call idemsim's provider and forward the body's ref".to_string()
+    });
+    let at_most_once_blind = match (&no_charges, obs.local_effects) {
+        (Some(why), false) => Some(why.clone()),
+        _ => None,
+    };
+    judge(Property::AtMostOnce, at_most_once_blind, at_most_once(seen, &ops, &by_ref));
+    judge(Property::Liveness, no_charges.clone(), liveness(seen, &ops, &by_ref, obs));
+    judge(Property::ReplayFidelity, None, replay_fidelity(&ops));
+    judge(Property::StatusRules, None, status_rules(seen, &ops, &by_ref));
+    let ids_seen = ops.values().flat_map(|v| &v.answers).any(|(_, r)| r.body.lossy().contains(&obs.charge_prefix));
+    let no_ids = (!ids_seen || obs.charge_prefix.is_empty()).then(|| {
+        "no response carried a charge id of idemsim's provider, so a leaked response cannot be traced".to_string()
+    });
+    judge(Property::Isolation, no_ids, isolation(seen, &ops, &by_ref, obs));
+    let tokens = seen.iter().any(|s| {
+        matches!(s, Seen::Charged { reference: Some(r), execution: Some(_), attempt: Some(_), .. } if by_ref.contains_key(r))
+    });
+    let no_tokens = (!tokens).then(|| {
+        "the service did not tell the dependency which execution called and the attempt it held (`execution`, `attempt`)".to_string()
+    });
+    judge(Property::Fencing, no_tokens, fencing(seen, &ops, &by_ref));
+    for p in [Property::RetryDiscipline, Property::Expiry, Property::Outbox] {
+        let why = match p {
+            Property::RetryDiscipline => "the client retrying is idemsim itself",
+            Property::Expiry => "the service's sweeper is not observable from outside",
+            _ => "follow-on messages are not observable from outside",
+        };
+        judged.push(Judged { property: p, not_judged: Some(why.to_string()) });
+    }
+    out.sort_by_key(|v| (v.events.last().copied(), v.property));
+    OutsideVerdict { violations: out, judged }
+}
+
+fn op_views(seen: &[Seen]) -> BTreeMap<OpId, OpView<'_>> {
+    let mut ops: BTreeMap<OpId, OpView<'_>> = BTreeMap::new();
+    for (i, s) in seen.iter().enumerate() {
+        match s {
+            Seen::Sent { op, request, .. } => {
+                ops.entry(*op).or_insert(OpView { request, first: i, answers: Vec::new() });
+            }
+            Seen::Answered { op, response, .. } | Seen::Lost { op, proxy_saw: Some(response), .. } => {
+                if let Some(v) = ops.get_mut(op) {
+                    v.answers.push((i, response));
+                }
+            }
+            _ => {}
+        }
+    }
+    ops
+}
+
+/// The entries of an operation: its sends and answers.
+fn entries_of(seen: &[Seen], op: OpId) -> Vec<usize> {
+    seen.iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Seen::Sent { op: o, .. } | Seen::Answered { op: o, .. } | Seen::Lost { op: o, .. } if *o == op))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn at_most_once(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<String, OpId>) -> Vec<Violation> {
+    let mut effects: BTreeMap<Slot, Vec<usize>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, s) in seen.iter().enumerate() {
+        match s {
+            Seen::Charged { reference: Some(r), new: true, .. } => {
+                let Some(op) = by_ref.get(r) else { continue };
+                let request = ops[op].request;
+                if request.key.is_some() {
+                    effects.entry(slot(request)).or_default().push(i);
+                }
+            }
+            Seen::LocalEffects { caller, method, path, key, count, .. } if *count > 1 => {
+                let s = (caller.clone(), method.clone(), path.clone(), Some(key.clone()));
+                let mut events: Vec<usize> =
+                    slot_ops(ops, &s).into_iter().flat_map(|op| entries_of(seen, op)).collect();
+                events.push(i);
+                out.push(Violation::new(
+                    Property::AtMostOnce,
+                    events,
+                    format!(
+                        "the service lists {count} local effects for tenant {} {method} {path} key {:?}",
+                        caller.0, key.0
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (s, at) in effects.into_iter().filter(|(_, at)| at.len() > 1) {
+        let n = at.len();
+        let mut events = at;
+        events.extend(slot_ops(ops, &s).into_iter().flat_map(|op| entries_of(seen, op)));
+        out.push(Violation::new(
+            Property::AtMostOnce,
+            events,
+            format!(
+                "tenant {} {} {} key {:?} had {n} effects at the dependency; at most one is allowed",
+                s.0 .0,
+                s.1,
+                s.2,
+                s.3.as_ref().map_or("", |k| &k.0),
+            ),
+        ));
+    }
+    out
+}
+
+fn slot_ops(ops: &BTreeMap<OpId, OpView<'_>>, s: &Slot) -> Vec<OpId> {
+    ops.iter().filter(|(_, v)| slot(v.request) == *s).map(|(op, _)| *op).collect()
+}
+
+fn liveness(
+    seen: &[Seen],
+    ops: &BTreeMap<OpId, OpView<'_>>,
+    by_ref: &BTreeMap<String, OpId>,
+    obs: &Observability,
+) -> Vec<Violation> {
+    let charged: BTreeSet<&OpId> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Charged { reference: Some(r), .. } => by_ref.get(r),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (op, v) in ops {
+        let endpoint = (v.request.method.clone(), v.request.path.clone());
+        if !obs.charging.contains(&endpoint) || charged.contains(by_ref_owner(by_ref, v.request).as_ref().unwrap_or(op))
+        {
+            continue;
+        }
+        let Some((i, r)) = v.answers.iter().find(|(_, r)| success(r)) else { continue };
+        out.push(Violation::new(
+            Property::Liveness,
+            vec![v.first, *i],
+            format!("{op:?} was answered {} but the dependency never saw a charge for its request", r.status),
+        ));
+    }
+    out
+}
+
+/// The operation a request's reference was first sent by.
+fn by_ref_owner(by_ref: &BTreeMap<String, OpId>, r: &Request) -> Option<OpId> {
+    reference_of(&r.body).and_then(|x| by_ref.get(&x).copied())
+}
+
+fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
+    // Every success given for one request (tenant, endpoint, key, body).
+    let mut first: BTreeMap<(Slot, &Bytes), (usize, &StoredResponse, OpId)> = BTreeMap::new();
+    let mut all: Vec<(usize, OpId, &OpView<'_>, &StoredResponse)> = ops
+        .iter()
+        .filter(|(_, v)| v.request.key.is_some())
+        .flat_map(|(op, v)| v.answers.iter().map(move |(i, r)| (*i, *op, v, *r)))
+        .filter(|(_, _, _, r)| success(r))
+        .collect();
+    all.sort_by_key(|(i, ..)| *i);
+    let mut out = Vec::new();
+    for (i, op, v, r) in all {
+        let id = (slot(v.request), &v.request.body);
+        match first.get(&id) {
+            None => {
+                first.insert(id, (i, r, op));
+            }
+            Some((j, want, by)) if *want != r => out.push(Violation::new(
+                Property::ReplayFidelity,
+                vec![ops[by].first, *j, v.first, i],
+                format!(
+                    "one request got two different successes: {by:?} was answered {} {} and {op:?} {} {}",
+                    want.status,
+                    want.body.lossy(),
+                    r.status,
+                    r.body.lossy()
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+fn status_rules(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<String, OpId>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    // A charge for a request that carried no key.
+    for (i, s) in seen.iter().enumerate() {
+        let Seen::Charged { reference: Some(r), new: true, .. } = s else { continue };
+        let Some(op) = by_ref.get(r) else { continue };
+        if ops[op].request.key.is_none() {
+            out.push(Violation::new(
+                Property::StatusRules,
+                vec![ops[op].first, i],
+                format!("{op:?} carried no Idempotency-Key, yet the service executed it"),
+            ));
+        }
+    }
+    for (op, v) in ops {
+        for (i, r) in &v.answers {
+            if let Some((property, why, more)) = wrong_answer(ops, *op, v, r, *i) {
+                let mut events = vec![v.first, *i];
+                events.extend(more);
+                out.push(Violation::new(property, events, format!("{op:?} was answered {}: {why}", r.status)));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Why an answer breaks the replay table (or isolation), with the
+/// entries that show it.
+fn wrong_answer(
+    ops: &BTreeMap<OpId, OpView<'_>>,
+    op: OpId,
+    v: &OpView<'_>,
+    r: &StoredResponse,
+    at: usize,
+) -> Option<(Property, String, Vec<usize>)> {
+    let status = |why: String, events: Vec<usize>| Some((Property::StatusRules, why, events));
+    if v.request.key.is_none() {
+        if r.status != 400 && !transient(r) {
+            return status("the request had no Idempotency-Key, so 400 is due".to_string(), vec![]);
+        }
+        return None;
+    }
+    let same_key = |w: &OpView<'_>| w.request.caller == v.request.caller && w.request.key == v.request.key;
+    let same_endpoint = |w: &OpView<'_>| (&w.request.method, &w.request.path) == (&v.request.method, &v.request.path);
+    let identical = |w: &OpView<'_>| same_endpoint(w) && w.request.body == v.request.body;
+    // Answers to other operations on the key, received before this
+    // operation was first sent: what the record certainly was.
+    let before: Vec<(OpId, usize, &StoredResponse, &OpView<'_>)> = ops
+        .iter()
+        .filter(|(o, w)| **o != op && same_key(w))
+        .flat_map(|(o, w)| w.answers.iter().map(move |(i, x)| (*o, *i, *x, w)))
+        .filter(|(_, i, _, _)| *i < v.first)
+        .collect();
+    let succeeded_other = before.iter().find(|(_, _, x, w)| success(x) && same_endpoint(w) && !identical(w));
+    let succeeded_same = before.iter().find(|(_, _, x, w)| success(x) && identical(w));
+    let refused_other = before.iter().find(|(_, _, x, w)| x.status == 400 && !identical(w));
+    if let Some((o, i, _, _)) = succeeded_other {
+        if r.status != 422 && !crate::retry::is_transient_status(r.status) {
+            return status(
+                format!(
+                    "the key had already succeeded with another body ({o:?}), so 422 is due, never a silent answer"
+                ),
+                vec![ops[o].first, *i],
+            );
+        }
+        return None;
+    }
+    if let Some((o, i, refusal, _)) = refused_other.filter(|_| before.iter().all(|(_, _, x, _)| !success(x))) {
+        if r.status == 422 || r == *refusal {
+            return status(
+                format!("the same key was refused 400 before execution ({o:?}); a validation error must not be stored, so a corrected request must execute"),
+                vec![ops[o].first, *i],
+            );
+        }
+        return None;
+    }
+    // A 422 needs another request on the key sent before this answer.
+    let other_sent = ops.iter().any(|(o, w)| *o != op && same_key(w) && !identical(w) && w.first < at);
+    if r.status == 422 && !other_sent {
+        let tenant = ops.iter().find(|(o, w)| {
+            **o != op && w.request.key == v.request.key && w.request.caller != v.request.caller && w.first < at
+        });
+        if let Some((o, w)) = tenant {
+            return Some((
+                Property::Isolation,
+                format!(
+                    "tenant {} never used this key before, but tenant {} had ({o:?}): its record answered another tenant",
+                    v.request.caller.0, w.request.caller.0
+                ),
+                vec![w.first],
+            ));
+        }
+        return status("no other request had used this key, so there was nothing to mismatch".to_string(), vec![]);
+    }
+    if r.status == 400 {
+        if let Some((o, i, _, _)) = succeeded_same {
+            return status(
+                format!("an identical request had succeeded ({o:?}); it must be replayed, not refused"),
+                vec![ops[o].first, *i],
+            );
+        }
+    }
+    None
+}
+
+/// Property 3 from outside, from what the service told the dependency:
+/// two executions holding one attempt, or a success produced by an
+/// execution whose attempt was superseded by a later grant.
+fn fencing(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<String, OpId>) -> Vec<Violation> {
+    // Per reference: execution -> (attempt, where it first called).
+    let mut calls: BTreeMap<&str, BTreeMap<&str, (u64, usize)>> = BTreeMap::new();
+    for (i, s) in seen.iter().enumerate() {
+        if let Seen::Charged { reference: Some(r), execution: Some(e), attempt: Some(a), .. } = s {
+            calls.entry(r.as_str()).or_default().entry(e.as_str()).or_insert((*a, i));
+        }
+    }
+    let mut out = Vec::new();
+    for (reference, executions) in &calls {
+        let Some(op) = by_ref.get(*reference) else { continue };
+        let mut by_attempt: BTreeMap<u64, Vec<(&str, usize)>> = BTreeMap::new();
+        for (e, (a, i)) in executions {
+            by_attempt.entry(*a).or_default().push((e, *i));
+        }
+        for (a, holders) in &by_attempt {
+            if holders.len() > 1 {
+                let mut events: Vec<usize> = holders.iter().map(|(_, i)| *i).collect();
+                events.push(ops[op].first);
+                let names: Vec<&str> = holders.iter().map(|(e, _)| *e).collect();
+                out.push(Violation::new(
+                    Property::Fencing,
+                    events,
+                    format!(
+                        "{} executions held attempt {a} of one request at once ({})",
+                        holders.len(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        let Some((&latest, grants)) = by_attempt.iter().next_back() else { continue };
+        let superseded = ops
+            .iter()
+            .filter(|(_, v)| reference_of(&v.request.body).as_deref() == Some(*reference))
+            .flat_map(|(o, v)| v.answers.iter().map(move |(i, r)| (*o, v, *i, *r)))
+            .filter(|(_, _, _, r)| success(r))
+            .find_map(|(o, v, i, r)| {
+                let e = execution_of(r)?;
+                let (a, at) = executions.get(e.as_str())?;
+                (*a < latest).then_some((o, v, i, e, *a, *at))
+            });
+        if let Some((o, v, i, e, a, at)) = superseded {
+            out.push(Violation::new(
+                Property::Fencing,
+                vec![at, grants[0].1, v.first, i],
+                format!(
+                    "{o:?} was answered by execution {e} holding attempt {a}, after attempt {latest} had been granted (execution {}): its completion should have been fenced",
+                    grants[0].0
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The `execution` field of a JSON response body.
+fn execution_of(r: &StoredResponse) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(&r.body.0).ok()?;
+    v.get("execution")?.as_str().map(str::to_string)
+}
+
+fn isolation(
+    seen: &[Seen],
+    ops: &BTreeMap<OpId, OpView<'_>>,
+    by_ref: &BTreeMap<String, OpId>,
+    obs: &Observability,
+) -> Vec<Violation> {
+    if obs.charge_prefix.is_empty() {
+        return Vec::new();
+    }
+    // Which operation each charge id was made for, and where.
+    let mut owner: BTreeMap<&str, (OpId, usize)> = BTreeMap::new();
+    for (i, s) in seen.iter().enumerate() {
+        if let Seen::Charged { reference: Some(r), charge, .. } = s {
+            if let Some(op) = by_ref.get(r) {
+                owner.entry(charge.as_str()).or_insert((*op, i));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (op, v) in ops {
+        for (i, r) in v.answers.iter().filter(|(_, r)| success(r)) {
+            let body = r.body.lossy();
+            let leak = charge_ids(&body, &obs.charge_prefix).into_iter().find_map(|id| {
+                let (o, at) = owner.get(id.as_str())?;
+                let other = ops[o].request;
+                let mine = v.request;
+                if other.caller != mine.caller {
+                    Some((format!("tenant {}'s", other.caller.0), *o, *at))
+                } else if (&other.method, &other.path) != (&mine.method, &mine.path) {
+                    Some((format!("{} {}'s", other.method, other.path), *o, *at))
+                } else {
+                    None
+                }
+            });
+            if let Some((whose, o, at)) = leak {
+                out.push(Violation::new(
+                    Property::Isolation,
+                    vec![ops[&o].first, at, v.first, *i],
+                    format!(
+                        "{op:?} (tenant {} {} {}) was sent a response carrying {whose} charge, made for {o:?}",
+                        v.request.caller.0, v.request.method, v.request.path
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Every `prefix…` token in a text (letters, digits, `_` and `-`).
+fn charge_ids(text: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let tail = &rest[at..];
+        let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(tail.len());
+        out.push(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    out
+}

@@ -1,0 +1,480 @@
+//! `idemsim http`: the Idempotency-Key contract of a running HTTP service,
+//! tested from outside.
+//!
+//! A seeded plan of attacks ([`workload`]) is sent to the target over real
+//! connections on loopback, each operation through the protocol core's
+//! client retry loop ([`client`]), with a fault proxy on first tries. The
+//! service's dependency is idemsim's own payment provider ([`provider`]),
+//! which counts effects per request as the client sent it. At the end, the
+//! service's local effects are read (if it lists them), every operation
+//! that succeeded is replayed once more, and the observations are judged
+//! by `idemsim_model::outside`. The seed fixes the plan; the interleaving
+//! is real. Every run is bounded in operations and in time.
+
+pub mod client;
+pub mod config;
+pub mod provider;
+pub mod report;
+pub mod workload;
+
+use client::{exchange, HttpClient, Outcome};
+use config::HttpConfig;
+use idemsim_model::outside::{judge_outside, Observability, OutsideVerdict, Seen};
+use idemsim_model::{OpId, Request, RetryPolicy};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use workload::{Attack, Fault, PlannedOp};
+
+/// How to attack.
+#[derive(Clone, Debug)]
+pub struct HttpSpec {
+    /// The target's API.
+    pub config: HttpConfig,
+    /// Fixes the plan.
+    pub seed: u64,
+    /// Operations in the plan (the late replays come on top).
+    pub ops: usize,
+    /// Attack groups in flight at once.
+    pub clients: usize,
+    /// A try gets no answer after this.
+    pub timeout_ms: u64,
+    /// The slow provider's delay.
+    pub slow_ms: u64,
+    /// The whole run stops starting work after this.
+    pub max_secs: u64,
+    /// Prefix of keys and references (default: unique per run).
+    pub tag: Option<String>,
+}
+
+impl Default for HttpSpec {
+    fn default() -> HttpSpec {
+        HttpSpec {
+            config: HttpConfig::default(),
+            seed: 0,
+            ops: 300,
+            clients: 8,
+            timeout_ms: 3_000,
+            slow_ms: 1_200,
+            max_secs: 120,
+            tag: None,
+        }
+    }
+}
+
+/// The target, as the client reaches it.
+pub struct Target {
+    /// Base URL without a trailing slash.
+    pub base: String,
+    /// The HTTP client (one connection per request, bounded by the timeout).
+    pub http: reqwest::Client,
+    /// Header names and the tenant header's value template.
+    pub key_header: String,
+    /// See [`HttpConfig::tenant_header`].
+    pub tenant_header: String,
+    /// See [`HttpConfig::tenant_value`].
+    pub tenant_value: String,
+}
+
+/// Observations from many tasks, in the order they were made.
+pub struct Recorder {
+    start: Instant,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    fn new() -> Recorder {
+        Recorder { start: Instant::now(), seen: Mutex::default() }
+    }
+
+    /// Milliseconds since the run began.
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// Records an observation stamped now (under the lock, so the order of
+    /// the list is the order of the stamps).
+    pub fn push(&self, make: impl FnOnce(u64) -> Seen) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let at = self.now_ms();
+        seen.push(make(at));
+    }
+
+    fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// What a run found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HttpReport {
+    /// The target's base URL.
+    pub target: String,
+    /// The seed.
+    pub seed: u64,
+    /// The key and reference prefix of this run.
+    pub tag: String,
+    /// Operations sent (including late replays).
+    pub operations: usize,
+    /// Sends including retries.
+    pub sends: usize,
+    /// Wall time.
+    pub elapsed_ms: u64,
+    /// Each attack and event counted.
+    pub attacks: BTreeMap<String, usize>,
+    /// Answers by status ("lost" for none).
+    pub answers: BTreeMap<String, usize>,
+    /// Stopped early (time limit or Ctrl-C): the verdict covers what was sent.
+    pub stopped_early: Option<String>,
+    /// The verdict.
+    pub verdict: OutsideVerdict,
+    /// The observations (the `--trace` file's lines).
+    #[serde(skip)]
+    pub seen: Vec<Seen>,
+}
+
+/// Checks that `url` is plain HTTP on loopback; returns it without a
+/// trailing slash.
+pub fn loopback_url(url: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("{url:?} is not a URL ({e})"))?;
+    match parsed.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(format!("{url} asks for TLS; idemsim talks plain HTTP to loopback services (use http://)"))
+        }
+        other => return Err(format!("{url}: scheme {other:?} is not http")),
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !loopback {
+        return Err(format!("{url} is not on loopback; idemsim only sends traffic to this machine"));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// A request error in a few words.
+pub fn describe_error(e: &reqwest::Error) -> String {
+    let mut text = if e.is_timeout() {
+        "no answer within the timeout".to_string()
+    } else if e.is_connect() {
+        "connection refused or failed".to_string()
+    } else {
+        "the connection failed or the answer was not HTTP".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    let mut last = None;
+    while let Some(s) = source {
+        last = Some(s.to_string());
+        source = s.source();
+    }
+    if let Some(cause) = last {
+        text.push_str(&format!(" ({})", idemsim_store::plain_error(&cause, None)));
+    }
+    text
+}
+
+/// Runs the attack against `spec.config.target`.
+pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
+    let config = &spec.config;
+    config.validate()?;
+    let target_url = config.target.as_deref().ok_or("no target: give --target URL (or `target` in the config)")?;
+    let base = loopback_url(target_url).map_err(|e| format!("--target: {e}"))?;
+    if spec.ops == 0 || spec.ops > 100_000 || spec.clients == 0 || spec.clients > 256 {
+        return Err("--requests must be 1..=100000 and --clients 1..=256".into());
+    }
+    if spec.timeout_ms == 0 || spec.max_secs == 0 {
+        return Err("--timeout-ms and --max-secs must be positive".into());
+    }
+    let tag = spec.tag.clone().unwrap_or_else(run_tag);
+    let plan = workload::plan(config, spec.seed, spec.ops, &tag, spec.slow_ms);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let rec = Arc::new(Recorder::new());
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(spec.timeout_ms))
+        .connect_timeout(Duration::from_millis(spec.timeout_ms.min(2_000)))
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let target = Arc::new(Target {
+        base: base.clone(),
+        http,
+        key_header: config.key_header.clone(),
+        tenant_header: config.tenant_header.clone(),
+        tenant_value: config.tenant_value.clone(),
+    });
+    let charge_prefix = format!("ch_{tag}_");
+    let started = Instant::now();
+    let stopped_early = rt.block_on(async {
+        let provider = provider::Provider::new(rec.clone(), plan.provider.clone(), charge_prefix.clone());
+        let provider = provider.start(&config.provider_listen).await?;
+        let outcome = async {
+            preflight(&target, config).await?;
+            Ok::<_, String>(drive(spec, &target, &rec, plan.groups).await)
+        }
+        .await;
+        let stopped = match outcome {
+            Ok(stopped) => stopped,
+            Err(e) => {
+                provider.abort();
+                return Err(e);
+            }
+        };
+        if let Some(url) = &config.effects_url {
+            local_effects(&target, url, &rec).await;
+        }
+        // Let slow provider answers finish before the provider goes.
+        provider.abort();
+        Ok(stopped)
+    })?;
+    drop(rt);
+    let seen = rec.take();
+    let obs = Observability {
+        charging: config.endpoints.iter().filter(|e| e.charges).map(|e| (e.method.clone(), e.path.clone())).collect(),
+        local_effects: config.effects_url.is_some(),
+        charge_prefix,
+    };
+    let verdict = judge_outside(&seen, &obs);
+    Ok(report::summarize(base, spec.seed, tag, started.elapsed(), stopped_early, verdict, seen))
+}
+
+/// A prefix unique to this run, so a service that keeps records between
+/// runs never replays an earlier run's answers.
+fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let n = (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32);
+    let mut s = String::new();
+    let mut x = n;
+    for _ in 0..8 {
+        s.push(char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(x % 36) as usize]));
+        x /= 36;
+    }
+    s
+}
+
+/// One keyless request to the first endpoint: the target must answer HTTP,
+/// within the timeout, and not an HTML page.
+async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
+    let e = &config.endpoints[0];
+    let probe = Request {
+        caller: idemsim_model::CallerId(config.tenants[0].clone()),
+        key: None,
+        method: e.method.clone(),
+        path: e.path.clone(),
+        body: idemsim_model::Bytes::text(&config::body(&e.body, 1, "idemsim-preflight")),
+    };
+    let within = Duration::from_millis(10_000);
+    let outcome = tokio::time::timeout(within, exchange(target, &probe))
+        .await
+        .map_err(|_| format!("{} did not answer within 10 s", target.base))?;
+    match outcome {
+        Outcome::Lost(why) => Err(format!("{} cannot be reached: {why}", target.base)),
+        Outcome::Answer(r, _) => {
+            let text = r.body.lossy();
+            if text.trim_start().starts_with('<') {
+                return Err(format!(
+                    "{} {} answered {} with HTML, not the API (is --target the API's base URL?)",
+                    target.base, e.path, r.status
+                ));
+            }
+            if r.status == 404 || r.status == 405 {
+                return Err(format!("{} {} {} answered {}: no such endpoint", e.method, target.base, e.path, r.status));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The client's retry policy: short backoff, a bounded number of sends
+/// and total time.
+fn policy(spec: &HttpSpec) -> RetryPolicy {
+    RetryPolicy {
+        base_ms: 20,
+        cap_ms: 400,
+        attempts_max: 20,
+        deadline_ms: 30_000,
+        timeout_ms: spec.timeout_ms,
+        budget: idemsim_model::retry::RetryBudget { tokens_max: 1_000_000, deposit_milli: 1000 },
+    }
+}
+
+/// Runs the groups, `spec.clients` at a time, then replays every request
+/// that succeeded once more. `Some(why)` when it stopped early.
+async fn drive(
+    spec: &HttpSpec,
+    target: &Arc<Target>,
+    rec: &Arc<Recorder>,
+    groups: Vec<workload::Group>,
+) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(spec.max_secs);
+    let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
+    let mut stopped = None;
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut last_op = 0;
+    for group in groups {
+        if let Some(why) = stop_reason(deadline) {
+            stopped = Some(why);
+            break;
+        }
+        let Ok(permit) = permits.clone().acquire_owned().await else { break };
+        last_op = group.stages.iter().flatten().map(|o| o.op.0).max().unwrap_or(last_op).max(last_op);
+        let (target, rec, policy) = (target.clone(), rec.clone(), policy(spec));
+        tasks.spawn(async move {
+            for stage in group.stages {
+                let mut running = tokio::task::JoinSet::new();
+                let barrier = Arc::new(tokio::sync::Barrier::new(stage.len()));
+                for op in stage {
+                    let client = HttpClient::new(target.clone(), rec.clone(), op, policy.clone());
+                    let barrier = barrier.clone();
+                    running.spawn(async move {
+                        barrier.wait().await;
+                        let (op, request) = (client.op().op, client.op().request.clone());
+                        idemsim_sim::protocol::run_operation(&idemsim_sim::protocol::Correct, &client, op, &request)
+                            .await;
+                    });
+                }
+                while running.join_next().await.is_some() {}
+            }
+            drop(permit);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    if stopped.is_none() {
+        stopped = late_replays(spec, target, rec, last_op, deadline).await;
+    }
+    stopped
+}
+
+fn stop_reason(deadline: Instant) -> Option<String> {
+    if crate::sweep::stopped() {
+        return Some("interrupted".into());
+    }
+    (Instant::now() >= deadline).then(|| "the --max-secs limit was reached".into())
+}
+
+/// Every keyed request that got a success is sent once more, after
+/// everything else: a stored response must not have changed since.
+async fn late_replays(
+    spec: &HttpSpec,
+    target: &Arc<Target>,
+    rec: &Arc<Recorder>,
+    last_op: u32,
+    deadline: Instant,
+) -> Option<String> {
+    let seen = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut sent: BTreeMap<OpId, &Request> = BTreeMap::new();
+    let mut succeeded: BTreeSet<OpId> = BTreeSet::new();
+    for s in &seen {
+        match s {
+            Seen::Sent { op, request, .. } => {
+                sent.entry(*op).or_insert(request);
+            }
+            Seen::Answered { op, response, .. } if (200..300).contains(&response.status) => {
+                succeeded.insert(*op);
+            }
+            _ => {}
+        }
+    }
+    let mut distinct: BTreeSet<(&str, &str, &str, Option<&str>, &[u8])> = BTreeSet::new();
+    let mut next = last_op;
+    let mut ops = Vec::new();
+    for op in succeeded {
+        let request = sent[&op];
+        let id = (
+            request.caller.0.as_str(),
+            request.method.as_str(),
+            request.path.as_str(),
+            request.key.as_ref().map(|k| k.0.as_str()),
+            request.body.0.as_slice(),
+        );
+        if request.key.is_some() && distinct.insert(id) {
+            next += 1;
+            ops.push(PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None });
+        }
+    }
+    let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
+    let mut tasks = tokio::task::JoinSet::new();
+    for op in ops {
+        if let Some(why) = stop_reason(deadline) {
+            while tasks.join_next().await.is_some() {}
+            return Some(why);
+        }
+        let Ok(permit) = permits.clone().acquire_owned().await else { break };
+        let client = HttpClient::new(target.clone(), rec.clone(), op, policy(spec));
+        tasks.spawn(async move {
+            let (op, request) = (client.op().op, client.op().request.clone());
+            idemsim_sim::protocol::run_operation(&idemsim_sim::protocol::Correct, &client, op, &request).await;
+            drop(permit);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    None
+}
+
+/// Reads the service's local effects for every key sent.
+async fn local_effects(target: &Target, url: &str, rec: &Recorder) {
+    let seen = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut slots: BTreeSet<(String, String, String, String)> = BTreeSet::new();
+    let mut keys: BTreeSet<(String, String)> = BTreeSet::new();
+    for s in &seen {
+        if let Seen::Sent { request, .. } = s {
+            if let Some(k) = &request.key {
+                if keys.insert((request.caller.0.clone(), k.0.clone())) {
+                    slots.insert((request.caller.0.clone(), request.method.clone(), request.path.clone(), k.0.clone()));
+                }
+            }
+        }
+    }
+    for (tenant, method, path, key) in slots {
+        let url = url.replace("{key}", &key).replace("{tenant}", &tenant);
+        let url = if url.starts_with("http") { url } else { format!("{}{url}", target.base) };
+        let get = target
+            .http
+            .get(&url)
+            .header(&target.tenant_header, target.tenant_value.replace("{tenant}", &tenant))
+            .send()
+            .await;
+        let Ok(answer) = get else { continue };
+        let Ok(list) = answer.json::<Vec<serde_json::Value>>().await else { continue };
+        let (caller, key) = (idemsim_model::CallerId(tenant), idemsim_model::IdempotencyKey(key));
+        rec.push(|at_ms| Seen::LocalEffects { at_ms, caller, method, path, key, count: list.len() });
+    }
+}
+
+/// Counts of what the run did.
+fn counts(seen: &[Seen]) -> BTreeMap<String, usize> {
+    let mut attacks: BTreeMap<String, usize> = Attack::ALL.iter().map(|a| (a.name().to_string(), 0)).collect();
+    let mut ops_of: BTreeMap<OpId, &str> = BTreeMap::new();
+    for s in seen {
+        if let Seen::Sent { op, attack, try_no: 1, .. } = s {
+            ops_of.insert(*op, attack);
+        }
+    }
+    for attack in ops_of.values() {
+        *attacks.entry(attack.to_string()).or_default() += 1;
+    }
+    for s in seen {
+        let what = match s {
+            Seen::Retry { cause, .. } if cause.starts_with("answered 5") || cause == "answered 429" => {
+                "retries-after-5xx"
+            }
+            Seen::Retry { cause, .. } if cause == "answered 409" => "retries-after-409",
+            Seen::Lost { proxy_saw: Some(_), .. } => "answers-dropped-by-proxy",
+            _ => continue,
+        };
+        *attacks.entry(what.to_string()).or_default() += 1;
+    }
+    for what in ["retries-after-5xx", "retries-after-409", "answers-dropped-by-proxy"] {
+        attacks.entry(what.to_string()).or_default();
+    }
+    attacks
+}
