@@ -1,5 +1,6 @@
 //! The integration suite: one binary, one module per concern.
 
+mod black_box;
 mod browser;
 mod catalogue;
 mod cli;

@@ -500,9 +500,12 @@ fn wrong_answer(
     if let Some((o, i, _, _)) = succeeded_other {
         if r.status != 422 && !crate::retry::is_transient_status(r.status) {
             return status(
-                format!(
-                    "the key had already succeeded with another body ({o:?}), so 422 is due, never a silent answer"
-                ),
+                match success(r) {
+                    true => format!(
+                        "the key had already succeeded with another body ({o:?}): 422 is due, never a silent success"
+                    ),
+                    false => format!("the key had already succeeded with another body ({o:?}), so 422 is due"),
+                },
                 vec![ops[o].first, *i],
             );
         }
@@ -517,9 +520,11 @@ fn wrong_answer(
         }
         return None;
     }
-    // A 422 needs another request on the key sent before this answer.
+    // A refusal of a keyed request (422, or a 4xx the replay table does
+    // not have) needs another request on the key sent before this answer.
+    let refusal = r.status == 422 || ((400..500).contains(&r.status) && ![400, 409, 429].contains(&r.status));
     let other_sent = ops.iter().any(|(o, w)| *o != op && same_key(w) && !identical(w) && w.first < at);
-    if r.status == 422 && !other_sent {
+    if refusal && !other_sent {
         let tenant = ops.iter().find(|(o, w)| {
             **o != op && w.request.key == v.request.key && w.request.caller != v.request.caller && w.first < at
         });
@@ -534,6 +539,17 @@ fn wrong_answer(
             ));
         }
         return status("no other request had used this key, so there was nothing to mismatch".to_string(), vec![]);
+    }
+    if refusal && r.status != 422 {
+        return status(format!("a key reused with another request is answered 422, never {}", r.status), vec![]);
+    }
+    if r.status == 409 {
+        if let Some((o, i, _, _)) = succeeded_same {
+            return status(
+                format!("an identical request had already succeeded ({o:?}): a completed key replays its stored response; 409 means in flight"),
+                vec![ops[o].first, *i],
+            );
+        }
     }
     if r.status == 400 {
         if let Some((o, i, _, _)) = succeeded_same {
@@ -672,4 +688,208 @@ fn charge_ids(text: &str, prefix: &str) -> Vec<String> {
         rest = &tail[end..];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds observations one at a time.
+    #[derive(Default)]
+    struct Run {
+        seen: Vec<Seen>,
+    }
+
+    fn request(tenant: &str, key: Option<&str>, path: &str, amount: u32, reference: &str) -> Request {
+        Request {
+            caller: CallerId(tenant.into()),
+            key: key.map(|k| IdempotencyKey(k.into())),
+            method: "POST".into(),
+            path: path.into(),
+            body: Bytes::text(&format!(r#"{{"amount":{amount},"ref":"{reference}"}}"#)),
+        }
+    }
+
+    impl Run {
+        fn push(&mut self, s: Seen) -> usize {
+            self.seen.push(s);
+            self.seen.len() - 1
+        }
+        fn send(&mut self, op: u32, request: Request) -> usize {
+            let at_ms = self.seen.len() as u64;
+            self.push(Seen::Sent { at_ms, op: OpId(op), try_no: 1, request, attack: "test".into() })
+        }
+        fn answer(&mut self, op: u32, status: u16, body: &str) -> usize {
+            let at_ms = self.seen.len() as u64;
+            let response = StoredResponse::new(status, body);
+            self.push(Seen::Answered { at_ms, op: OpId(op), try_no: 1, response, retry_after_ms: None })
+        }
+        fn charge(&mut self, reference: &str, charge: &str, new: bool, holder: Option<(&str, u64)>) -> usize {
+            self.push(Seen::Charged {
+                at_ms: self.seen.len() as u64,
+                reference: Some(reference.into()),
+                charge: charge.into(),
+                downstream_key: Some(format!("dk-{reference}")),
+                new,
+                execution: holder.map(|(e, _)| e.into()),
+                attempt: holder.map(|(_, a)| a),
+            })
+        }
+        fn judge(&self) -> OutsideVerdict {
+            let obs = Observability {
+                charging: [("POST".to_string(), "/charges".to_string())].into(),
+                local_effects: false,
+                charge_prefix: "ch_".into(),
+            };
+            judge_outside(&self.seen, &obs)
+        }
+        fn broken(&self) -> Vec<(Property, String)> {
+            self.judge().violations.into_iter().map(|v| (v.property, v.explanation)).collect()
+        }
+    }
+
+    /// A request executed once and replayed once.
+    fn clean() -> Run {
+        let mut r = Run::default();
+        let req = request("acme", Some("k"), "/charges", 5, "r1");
+        r.send(1, req.clone());
+        r.charge("r1", "ch_1", true, Some(("e1", 1)));
+        r.answer(1, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        r.send(2, req);
+        r.charge("r1", "ch_1", false, None);
+        r.answer(2, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        r
+    }
+
+    #[test]
+    fn an_execution_and_its_replay_are_clean_and_every_observable_property_is_judged() {
+        let v = clean().judge();
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        for p in [Property::AtMostOnce, Property::ReplayFidelity, Property::Isolation, Property::Fencing] {
+            assert!(v.judged.iter().any(|j| j.property == p && j.not_judged.is_none()), "{p}");
+        }
+        assert!(v.judged.iter().any(|j| j.property == Property::Expiry && j.not_judged.is_some()));
+    }
+
+    #[test]
+    fn two_new_charges_for_one_key_break_at_most_once() {
+        let mut r = clean();
+        r.charge("r1", "ch_2", true, Some(("e2", 1)));
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::AtMostOnce && why.contains("2 effects")), "{broken:?}");
+        assert!(broken.iter().any(|(p, _)| *p == Property::Fencing), "two executions held attempt 1: {broken:?}");
+    }
+
+    #[test]
+    fn a_replay_that_differs_breaks_replay_fidelity() {
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(3, 201, r#"{"charge":"ch_1","execution":"e1" }"#);
+        assert_eq!(r.broken().iter().filter(|(p, _)| *p == Property::ReplayFidelity).count(), 1, "{:?}", r.broken());
+    }
+
+    #[test]
+    fn another_body_with_the_key_must_get_422() {
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 6, "r2"));
+        r.answer(3, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.contains("422 is due")), "{broken:?}");
+        let mut ok = clean();
+        ok.send(3, request("acme", Some("k"), "/charges", 6, "r2"));
+        ok.answer(3, 422, "{}");
+        assert!(ok.broken().is_empty(), "{:?}", ok.broken());
+    }
+
+    #[test]
+    fn a_422_without_any_other_request_is_wrong_and_one_caused_by_another_tenant_is_a_leak() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(1, 422, "{}");
+        assert!(r.broken().iter().any(|(p, why)| *p == Property::StatusRules && why.contains("nothing to mismatch")));
+        let mut r = clean();
+        r.send(3, request("globex", Some("k"), "/charges", 5, "r3"));
+        r.answer(3, 422, "{}");
+        assert!(r.broken().iter().any(|(p, why)| *p == Property::Isolation && why.contains("tenant acme had")));
+    }
+
+    #[test]
+    fn another_tenants_charge_in_a_response_is_a_leak() {
+        let mut r = clean();
+        r.send(3, request("globex", Some("k"), "/charges", 5, "r3"));
+        r.answer(3, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        let broken = r.broken();
+        assert!(
+            broken.iter().any(|(p, why)| *p == Property::Isolation && why.contains("tenant acme's charge")),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn a_keyless_request_must_be_refused_and_not_executed() {
+        let mut r = Run::default();
+        r.send(1, request("acme", None, "/charges", 5, "r1"));
+        r.charge("r1", "ch_1", true, None);
+        r.answer(1, 201, r#"{"charge":"ch_1"}"#);
+        let broken = r.broken();
+        assert_eq!(broken.iter().filter(|(p, _)| *p == Property::StatusRules).count(), 2, "{broken:?}");
+    }
+
+    #[test]
+    fn a_stored_validation_error_is_caught_when_the_corrected_request_is_refused() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 0, "r1"));
+        r.answer(1, 400, r#"{"error":"amount"}"#);
+        r.send(2, request("acme", Some("k"), "/charges", 5, "r2"));
+        r.answer(2, 422, "{}");
+        assert!(r.broken().iter().any(|(p, why)| *p == Property::StatusRules && why.contains("must not be stored")));
+    }
+
+    #[test]
+    fn a_completed_key_must_replay_not_409() {
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(3, 409, r#"{"charge":"ch_1"}"#);
+        assert!(r.broken().iter().any(|(p, why)| *p == Property::StatusRules && why.contains("409 means in flight")));
+    }
+
+    #[test]
+    fn a_success_from_a_superseded_attempt_breaks_fencing() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.charge("r1", "ch_1", true, Some(("e1", 1)));
+        r.charge("r1", "ch_1", false, Some(("e2", 2)));
+        r.answer(1, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        let broken = r.broken();
+        assert!(
+            broken.iter().any(|(p, why)| *p == Property::Fencing && why.contains("attempt 2 had been granted")),
+            "{broken:?}"
+        );
+        let mut ok = Run::default();
+        ok.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        ok.charge("r1", "ch_1", true, Some(("e1", 1)));
+        ok.charge("r1", "ch_1", false, Some(("e2", 2)));
+        ok.answer(1, 201, r#"{"charge":"ch_1","execution":"e2"}"#);
+        assert!(ok.broken().is_empty(), "{:?}", ok.broken());
+    }
+
+    #[test]
+    fn without_forwarded_references_effects_are_not_judged_instead_of_passing() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.push(Seen::Charged {
+            at_ms: 1,
+            reference: None,
+            charge: "x".into(),
+            downstream_key: None,
+            new: true,
+            execution: None,
+            attempt: None,
+        });
+        r.answer(1, 201, "{}");
+        let v = r.judge();
+        for p in [Property::AtMostOnce, Property::Liveness, Property::Fencing, Property::Isolation] {
+            assert!(v.judged.iter().any(|j| j.property == p && j.not_judged.is_some()), "{p}");
+        }
+    }
 }

@@ -6,7 +6,7 @@ use crate::ids::{CallerId, IdempotencyKey, Scope};
 use serde::{Deserialize, Serialize};
 
 /// An HTTP-like request to a keyed endpoint.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Request {
     /// Who makes the request (from authentication, never from the body).
     pub caller: CallerId,

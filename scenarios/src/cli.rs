@@ -784,6 +784,9 @@ fn cmd_http(args: HttpArgs, out: &mut dyn Write) -> Result<i32, String> {
     if args.requests != 300 {
         reproduce.push_str(&format!(" --requests {}", args.requests));
     }
+    if let Some(p) = &args.provider_listen {
+        reproduce.push_str(&format!(" --provider-listen {p}"));
+    }
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
     } else {

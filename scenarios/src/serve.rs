@@ -110,97 +110,160 @@ struct Ctx {
 /// Why serve could not start.
 pub type ServeError = String;
 
-/// Opens the store, binds, prints the address on `announce`, and serves
-/// until Ctrl-C (or `max_secs`).
-pub fn serve(
-    spec: &ServeSpec,
-    target: &StoreTarget,
-    protocol: Arc<dyn Protocol>,
-    announce: &mut dyn std::io::Write,
-) -> Result<(), ServeError> {
+/// A service started by [`start`]; dropping it stops it.
+pub struct Running {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServeError>>>,
+}
+
+impl Running {
+    /// Stops serving and waits for the service to end.
+    pub fn stop(mut self) -> Result<(), ServeError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), ServeError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err("the service's thread panicked".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// Opens the store, binds and serves on a thread of its own; returns once
+/// it listens (or could not start).
+pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>) -> Result<Running, ServeError> {
     if !spec.listen.ip().is_loopback() {
         return Err(format!("--listen {} is not a loopback address; idemsim serves on loopback only", spec.listen));
     }
     if spec.nodes == 0 || spec.nodes > 64 || spec.lease_ms == 0 {
         return Err("--nodes must be 1..=64 and --lease-ms positive".into());
     }
-    if let Some(p) = &spec.provider {
-        crate::http::loopback_url(p).map_err(|e| format!("--provider: {e}"))?;
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    rt.block_on(async {
-        let (store, _) = target.open("idemsim_serve", 16, None).await.map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(spec.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", spec.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_millis(spec.provider_timeout_ms))
+    let provider = match &spec.provider {
+        Some(p) => Some(crate::http::loopback_url(p).map_err(|e| format!("--provider: {e}"))?),
+        None => None,
+    };
+    let (spec, target) = (spec.clone(), target.clone());
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || -> Result<(), ServeError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
             .build()
-            .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-        let ctx = Arc::new(Ctx {
-            store,
-            protocol: protocol.clone(),
-            settings: settings(spec),
-            nodes: spec.nodes,
-            work_ms: spec.work_ms,
-            store_delay_ms: spec.store_delay_ms,
-            start: Instant::now(),
-            next: AtomicU64::new(1),
-            http,
-            provider: spec.provider.as_ref().map(|p| p.trim_end_matches('/').to_string()),
-            charges: Mutex::default(),
-            locks: Mutex::default(),
-            consumed: Mutex::default(),
-        });
-        let reconciler = {
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                let env = ServeEnv {
-                    ctx: ctx.clone(),
-                    node: NodeId::Reconciler,
-                    origin: Origin::Reconciler,
-                    execution: None,
-                };
-                idemsim_sim::protocol::reconciler(&*ctx.protocol, &env).await;
-            })
-        };
-        let _ = writeln!(
-            announce,
-            "idemsim serve: listening on http://{addr} (variant {}, store {}, {} replicas, lease {} ms, provider {})",
-            protocol.name(),
-            target.name(),
-            spec.nodes,
-            spec.lease_ms,
-            spec.provider.as_deref().unwrap_or("in-process")
-        );
-        let _ = announce.flush();
-        let app = axum::Router::new()
-            .route("/effects/{key}", axum::routing::get(effects))
-            .route("/health", axum::routing::get(|| async { "ok" }))
-            .fallback(handle)
-            .with_state(ctx);
-        let max_secs = spec.max_secs;
-        let stop = async move {
-            let ctrl_c = async {
-                while !crate::sweep::stopped() {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        rt.block_on(async move {
+            let opened = async {
+                let (store, _) = target.open("idemsim_serve", 16, None).await.map_err(|e| e.to_string())?;
+                let listener = tokio::net::TcpListener::bind(spec.listen)
+                    .await
+                    .map_err(|e| format!("cannot listen on {}: {}", spec.listen, crate::output::plain(&e)))?;
+                let http = reqwest::Client::builder()
+                    .timeout(Duration::from_millis(spec.provider_timeout_ms))
+                    .no_proxy()
+                    .build()
+                    .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+                Ok::<_, ServeError>((store, listener, http))
+            };
+            let (store, listener, http) = match opened.await {
+                Ok(o) => o,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.clone()));
+                    return Err(e);
                 }
             };
-            if max_secs == 0 {
-                ctrl_c.await;
-            } else {
-                let _ = tokio::time::timeout(Duration::from_secs(max_secs), ctrl_c).await;
-            }
-        };
-        let served = axum::serve(listener, app).with_graceful_shutdown(stop).await;
-        reconciler.abort();
-        served.map_err(|e| format!("serving failed: {e}"))
-    })
+            let ctx = Arc::new(Ctx {
+                store,
+                protocol,
+                settings: settings(&spec),
+                nodes: spec.nodes,
+                work_ms: spec.work_ms,
+                store_delay_ms: spec.store_delay_ms,
+                start: Instant::now(),
+                next: AtomicU64::new(1),
+                http,
+                provider,
+                charges: Mutex::default(),
+                locks: Mutex::default(),
+                consumed: Mutex::default(),
+            });
+            let reconciler = {
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let env = ServeEnv {
+                        ctx: ctx.clone(),
+                        node: NodeId::Reconciler,
+                        origin: Origin::Reconciler,
+                        execution: None,
+                    };
+                    idemsim_sim::protocol::reconciler(&*ctx.protocol, &env).await;
+                })
+            };
+            let app = axum::Router::new()
+                .route("/effects/{key}", axum::routing::get(effects))
+                .route("/health", axum::routing::get(|| async { "ok" }))
+                .fallback(handle)
+                .with_state(ctx);
+            let _ = ready_tx.send(listener.local_addr().map_err(|e| e.to_string()));
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+            reconciler.abort();
+            served.map_err(|e| format!("serving failed: {e}"))
+        })
+    });
+    match ready.recv() {
+        Ok(Ok(addr)) => Ok(Running { addr, stop: Some(stop), thread: Some(thread) }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(thread.join().map_or_else(
+            |_| "the service's thread panicked".into(),
+            |r| r.err().unwrap_or_else(|| "the service ended before it listened".into()),
+        )),
+    }
+}
+
+/// Serves until Ctrl-C (or `max_secs`), after printing the address on
+/// `announce`.
+pub fn serve(
+    spec: &ServeSpec,
+    target: &StoreTarget,
+    protocol: Arc<dyn Protocol>,
+    announce: &mut dyn std::io::Write,
+) -> Result<(), ServeError> {
+    let name = protocol.name();
+    let running = start(spec, target, protocol)?;
+    let _ = writeln!(
+        announce,
+        "idemsim serve: listening on http://{} (variant {name}, store {}, {} replicas, lease {} ms, provider {})",
+        running.addr,
+        target.name(),
+        spec.nodes,
+        spec.lease_ms,
+        spec.provider.as_deref().unwrap_or("in-process")
+    );
+    let _ = announce.flush();
+    let started = Instant::now();
+    while !crate::sweep::stopped() && (spec.max_secs == 0 || started.elapsed().as_secs() < spec.max_secs) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running.stop()
 }
 
 /// The tenant, from `X-Tenant` (`public` without one).

@@ -214,7 +214,7 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
     });
     let charge_prefix = format!("ch_{tag}_");
     let started = Instant::now();
-    let stopped_early = rt.block_on(async {
+    let (stopped_early, listed) = rt.block_on(async {
         let provider = provider::Provider::new(rec.clone(), plan.provider.clone(), charge_prefix.clone());
         let provider = provider.start(&config.provider_listen).await?;
         let outcome = async {
@@ -229,18 +229,18 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
                 return Err(e);
             }
         };
-        if let Some(url) = &config.effects_url {
-            local_effects(&target, url, &rec).await;
-        }
-        // Let slow provider answers finish before the provider goes.
+        let listed = match config.effects_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => local_effects(&target, url, &rec).await,
+            None => false,
+        };
         provider.abort();
-        Ok(stopped)
+        Ok((stopped, listed))
     })?;
     drop(rt);
     let seen = rec.take();
     let obs = Observability {
         charging: config.endpoints.iter().filter(|e| e.charges).map(|e| (e.method.clone(), e.path.clone())).collect(),
-        local_effects: config.effects_url.is_some(),
+        local_effects: listed,
         charge_prefix,
     };
     let verdict = judge_outside(&seen, &obs);
@@ -384,19 +384,12 @@ async fn late_replays(
             _ => {}
         }
     }
-    let mut distinct: BTreeSet<(&str, &str, &str, Option<&str>, &[u8])> = BTreeSet::new();
+    let mut distinct: BTreeSet<&Request> = BTreeSet::new();
     let mut next = last_op;
     let mut ops = Vec::new();
     for op in succeeded {
         let request = sent[&op];
-        let id = (
-            request.caller.0.as_str(),
-            request.method.as_str(),
-            request.path.as_str(),
-            request.key.as_ref().map(|k| k.0.as_str()),
-            request.body.0.as_slice(),
-        );
-        if request.key.is_some() && distinct.insert(id) {
+        if request.key.is_some() && distinct.insert(request) {
             next += 1;
             ops.push(PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None });
         }
@@ -420,8 +413,9 @@ async fn late_replays(
     None
 }
 
-/// Reads the service's local effects for every key sent.
-async fn local_effects(target: &Target, url: &str, rec: &Recorder) {
+/// Reads the service's local effects for every key sent; `true` when the
+/// service listed them.
+async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
     let seen = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut slots: BTreeSet<(String, String, String, String)> = BTreeSet::new();
     let mut keys: BTreeSet<(String, String)> = BTreeSet::new();
@@ -434,6 +428,7 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) {
             }
         }
     }
+    let mut listed = false;
     for (tenant, method, path, key) in slots {
         let url = url.replace("{key}", &key).replace("{tenant}", &tenant);
         let url = if url.starts_with("http") { url } else { format!("{}{url}", target.base) };
@@ -445,9 +440,11 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) {
             .await;
         let Ok(answer) = get else { continue };
         let Ok(list) = answer.json::<Vec<serde_json::Value>>().await else { continue };
+        listed = true;
         let (caller, key) = (idemsim_model::CallerId(tenant), idemsim_model::IdempotencyKey(key));
         rec.push(|at_ms| Seen::LocalEffects { at_ms, caller, method, path, key, count: list.len() });
     }
+    listed
 }
 
 /// Counts of what the run did.

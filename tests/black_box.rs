@@ -1,0 +1,299 @@
+//! `idemsim http` against running services: `idemsim serve` (the known
+//! answer: clean when correct, every outside-visible broken variant
+//! caught) and two middleware packages nobody here wrote, installed from
+//! the registries by `validation/setup.sh`. Also the bad targets.
+
+use idemsim_scenarios::cli::{run, EXIT_USAGE, EXIT_VIOLATION};
+use idemsim_scenarios::serve::{start, Running, ServeSpec};
+use idemsim_scenarios::target::StoreTarget;
+use idemsim_sim::Variant;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn idemsim(args: &[&str]) -> (i32, String, String) {
+    let argv = std::iter::once("idemsim").chain(args.iter().copied()).map(String::from).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run(argv, &mut out, &mut err);
+    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn serve(variant: Variant, store: StoreTarget, provider_port: u16) -> Running {
+    let spec = ServeSpec {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        provider: Some(format!("http://127.0.0.1:{provider_port}")),
+        ..ServeSpec::default()
+    };
+    start(&spec, &store, variant.protocol()).expect("serve starts")
+}
+
+/// Runs `idemsim http --json` against `target`; exit code and report.
+fn attack(target: &str, provider_port: u16, extra: &[&str]) -> (i32, Value, String) {
+    let provider = format!("127.0.0.1:{provider_port}");
+    let mut args = vec!["http", "--target", target, "--provider-listen", &provider, "--seed", "3", "--json"];
+    args.extend_from_slice(extra);
+    let (code, out, err) = idemsim(&args);
+    let report = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (code, report, format!("{out}{err}"))
+}
+
+fn properties(report: &Value) -> Vec<String> {
+    let mut found: Vec<String> = report["verdict"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["property"].as_str().unwrap().to_string())
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn judged(report: &Value, property: &str) -> bool {
+    report["verdict"]["judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|j| j["property"] == property && j["not_judged"].is_null())
+}
+
+fn assert_clean_with_every_attack(code: i32, report: &Value, text: &str) {
+    assert_eq!(code, 0, "{text}");
+    for (attack, n) in report["attacks"].as_object().unwrap() {
+        assert!(n.as_u64().unwrap() > 0, "attack {attack} never happened: {text}");
+    }
+    for p in ["at-most-once", "liveness", "replay-fidelity", "status-rules", "isolation", "fencing"] {
+        assert!(judged(report, p), "{p} was not judged: {text}");
+    }
+}
+
+#[test]
+fn serve_correct_on_mem_is_clean_under_every_attack() {
+    let provider = free_port();
+    let service = serve(Variant::Correct, StoreTarget::Mem, provider);
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &[]);
+    assert_clean_with_every_attack(code, &report, &text);
+    service.stop().unwrap();
+}
+
+#[test]
+#[cfg_attr(idemsim_no_pg, ignore = "PostgreSQL not reachable when the tests were built (start it; see tests/build.rs)")]
+fn serve_correct_on_postgres_is_clean_under_every_attack() {
+    let url = std::env::var("IDEMSIM_PG_URL").unwrap_or("postgresql://postgres@127.0.0.1:5432/test".into());
+    let provider = free_port();
+    let service = serve(Variant::Correct, StoreTarget::Pg(url), provider);
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &[]);
+    assert_clean_with_every_attack(code, &report, &text);
+}
+
+#[test]
+fn serve_variants_that_show_from_outside_are_caught_with_their_property() {
+    let cases = [
+        (Variant::CheckThenInsert, "fencing"),
+        (Variant::PerProcessLock, "fencing"),
+        (Variant::FingerprintNotCompared, "status-rules"),
+        (Variant::ValidationStored, "status-rules"),
+        (Variant::KeyNotScoped, "isolation"),
+        (Variant::UnfencedCompletion, "fencing"),
+        (Variant::TakeoverWithoutBump, "fencing"),
+    ];
+    for (variant, property) in cases {
+        let provider = free_port();
+        let service = serve(variant, StoreTarget::Mem, provider);
+        let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "150"]);
+        assert_eq!(code, EXIT_VIOLATION, "{}: {text}", variant.name());
+        assert!(properties(&report).contains(&property.to_string()), "{}: {text}", variant.name());
+        let story = report["verdict"]["violations"][0]["events"].as_array().unwrap();
+        assert!(!story.is_empty(), "a violation names its observations");
+    }
+}
+
+#[test]
+fn a_violation_prints_a_story_and_the_command_that_reruns_the_plan() {
+    let provider = free_port();
+    let service = serve(Variant::KeyNotScoped, StoreTarget::Mem, provider);
+    let target = format!("http://{}", service.addr);
+    let dir = std::env::temp_dir().join(format!("idemsim-black-box-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let provider_listen = format!("127.0.0.1:{provider}");
+    let args = [
+        "http",
+        "--target",
+        &target,
+        "--provider-listen",
+        &provider_listen,
+        "--requests",
+        "60",
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    let (code, out, _) = idemsim(&args);
+    assert_eq!(code, EXIT_VIOLATION, "{out}");
+    assert!(out.contains("isolation        FAIL"), "{out}");
+    assert!(out.contains("   1. "), "a numbered story: {out}");
+    let reproduce =
+        out.lines().find_map(|l| l.split_once("reproduce (same plan; the interleaving is real): ")).unwrap().1;
+    assert!(reproduce.contains(&format!("--target {target} --seed 0 --requests 60 --provider-listen")), "{reproduce}");
+    let lines = std::fs::read_to_string(&trace).unwrap();
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "sent");
+    assert!(lines.lines().count() > 60);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A validation app, stopped when dropped.
+struct App(Child);
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn validation() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../validation")
+}
+
+/// Installs the apps' packages (once per machine; the script skips what
+/// is there).
+fn setup() {
+    static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut done = ONCE.lock().unwrap_or_else(|p| p.into_inner());
+    if !*done {
+        let status = Command::new("bash").arg(validation().join("setup.sh")).status().expect("bash runs");
+        assert!(status.success(), "validation/setup.sh failed (npm and python3 with pip and venv are needed)");
+        *done = true;
+    }
+}
+
+fn launch(program: &str, script: &str, dir: &str, provider: u16) -> (App, String) {
+    setup();
+    let port = free_port();
+    let child = Command::new(program)
+        .arg(script)
+        .current_dir(validation().join(dir))
+        .env("PORT", port.to_string())
+        .env("PROVIDER_URL", format!("http://127.0.0.1:{provider}"))
+        .env("DATABASE", std::env::temp_dir().join(format!("idemsim-django-{port}.sqlite3")))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+    let app = App(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{dir} app did not listen within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (app, format!("http://127.0.0.1:{port}"))
+}
+
+#[test]
+fn express_idempotency_is_caught_executing_keyless_requests_and_mixing_tenants() {
+    let provider = free_port();
+    let (_app, target) = launch("node", "app.js", "express", provider);
+    let config = validation().join("express/idemsim.toml");
+    let (code, report, text) = attack(&target, provider, &["--config", config.to_str().unwrap(), "--requests", "150"]);
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let found = properties(&report);
+    assert!(found.contains(&"status-rules".to_string()), "{text}");
+    assert!(found.contains(&"isolation".to_string()), "{text}");
+}
+
+#[test]
+fn django_idempotency_key_is_caught_executing_duplicates_twice() {
+    let provider = free_port();
+    let python = validation().join("django/.venv/bin/python");
+    setup();
+    let (_app, target) = launch(python.to_str().unwrap(), "app.py", "django", provider);
+    let config = validation().join("django/idemsim.toml");
+    let (code, report, text) = attack(&target, provider, &["--config", config.to_str().unwrap(), "--requests", "100"]);
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let found = properties(&report);
+    for p in ["at-most-once", "replay-fidelity", "status-rules"] {
+        assert!(found.contains(&p.to_string()), "{p}: {text}");
+    }
+}
+
+/// A loopback server that answers every connection with `reply` (or never
+/// answers, for `None`), until the test ends.
+fn fake_target(reply: Option<&'static [u8]>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = stream.read(&mut [0; 4096]);
+            match reply {
+                Some(bytes) => {
+                    let _ = stream.write_all(bytes);
+                }
+                None => held.push(stream),
+            }
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn bad_targets_get_one_line_and_exit_2_in_bounded_time() {
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let hangs = fake_target(None);
+    let html = fake_target(Some(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 26\r\nconnection: close\r\n\r\n<html><p>Welcome</p></html>",
+    ));
+    let garbage = fake_target(Some(b"\x00\x01garbage, not HTTP\r\n\r\n"));
+    let tls = closed.replace("http://", "https://");
+    let cases = [
+        (closed.as_str(), "cannot be reached"),
+        (hangs.as_str(), "cannot be reached: no answer within the timeout"),
+        (html.as_str(), "with HTML, not the API"),
+        (garbage.as_str(), "cannot be reached"),
+        (tls.as_str(), "asks for TLS"),
+        ("http://192.0.2.1:80", "not on loopback"),
+        ("not a url", "is not a URL"),
+    ];
+    for (target, expected) in cases {
+        let started = Instant::now();
+        let provider = format!("127.0.0.1:{}", free_port());
+        let (code, out, err) = idemsim(&["http", "--target", target, "--provider-listen", &provider]);
+        assert_eq!(code, EXIT_USAGE, "{target}: {out}{err}");
+        assert!(err.contains(expected), "{target}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{target}: {err}");
+        assert!(out.is_empty(), "{target}: {out}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{target} took {:?}", started.elapsed());
+    }
+    let (code, _, err) = idemsim(&["http"]);
+    assert_eq!((code, err.contains("no target")), (EXIT_USAGE, true), "{err}");
+}
+
+#[test]
+fn serve_refuses_bad_addresses_and_busy_ports_in_one_line() {
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let cases = [
+        (vec!["serve", "--listen", "0.0.0.0:7400"], "not a loopback address"),
+        (vec!["serve", "--listen", busy.as_str()], "cannot listen on"),
+        (vec!["serve", "--listen", "nope"], "is not an IP:port"),
+        (vec!["serve", "--provider", "http://192.0.2.1/"], "not on loopback"),
+        (vec!["serve", "--variant", "nope"], "unknown variant"),
+    ];
+    for (args, expected) in cases {
+        let (code, out, err) = idemsim(&args);
+        assert_eq!(code, EXIT_USAGE, "{args:?}: {out}{err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
