@@ -146,11 +146,11 @@ impl Seen {
                 request.body.lossy()
             ),
             Seen::Answered { op, try_no, response, .. } => {
-                format!("{op:?} try {try_no}: answered {} {}", response.status, response.body.lossy())
+                format!("{op:?} try {try_no}: answered {} {}", response.status, one_line(&response.body))
             }
             Seen::Lost { op, try_no, why, proxy_saw, .. } => match proxy_saw {
                 Some(r) => {
-                    format!("{op:?} try {try_no}: {why}; the service had answered {} {}", r.status, r.body.lossy())
+                    format!("{op:?} try {try_no}: {why}; the service had answered {} {}", r.status, one_line(&r.body))
                 }
                 None => format!("{op:?} try {try_no}: {why}"),
             },
@@ -175,6 +175,16 @@ impl Seen {
                 )
             }
         }
+    }
+}
+
+/// A body on one line: whitespace runs become one space, and at most 120
+/// characters are kept.
+fn one_line(body: &Bytes) -> String {
+    let text = body.lossy().split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(120) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
     }
 }
 
@@ -310,13 +320,15 @@ fn op_views(seen: &[Seen]) -> BTreeMap<OpId, OpView<'_>> {
     ops
 }
 
-/// The entries of an operation: its sends and answers.
+/// The entries that tell an operation in a story: its first send, and its
+/// first success (else its first answer).
 fn entries_of(seen: &[Seen], op: OpId) -> Vec<usize> {
-    seen.iter()
-        .enumerate()
-        .filter(|(_, s)| matches!(s, Seen::Sent { op: o, .. } | Seen::Answered { op: o, .. } | Seen::Lost { op: o, .. } if *o == op))
-        .map(|(i, _)| i)
-        .collect()
+    let mine = |s: &Seen| matches!(s, Seen::Answered { op: o, .. } | Seen::Lost { op: o, .. } if *o == op);
+    let sent = seen.iter().position(|s| matches!(s, Seen::Sent { op: o, .. } if *o == op));
+    let success =
+        seen.iter().position(|s| matches!(s, Seen::Answered { op: o, response, .. } if *o == op && success(response)));
+    let answer = success.or_else(|| seen.iter().position(mine));
+    sent.into_iter().chain(answer).collect()
 }
 
 fn at_most_once(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<String, OpId>) -> Vec<Violation> {

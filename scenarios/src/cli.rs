@@ -272,6 +272,9 @@ struct ServeArgs {
     /// Lease of a claim or takeover.
     #[arg(long, default_value_t = 500)]
     lease_ms: u64,
+    /// Added to every store call, as for a store across a network.
+    #[arg(long, default_value_t = 1)]
+    store_delay_ms: u64,
     /// Stop after this many seconds (0: run until Ctrl-C).
     #[arg(long, default_value_t = 0)]
     max_secs: u64,
@@ -805,6 +808,7 @@ fn cmd_serve(args: ServeArgs, out: &mut dyn Write) -> Result<i32, String> {
         listen,
         nodes: args.nodes,
         lease_ms: args.lease_ms,
+        store_delay_ms: args.store_delay_ms,
         provider: args.provider.clone(),
         max_secs: args.max_secs,
         ..crate::serve::ServeSpec::default()

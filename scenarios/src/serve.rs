@@ -14,8 +14,9 @@
 //! `/checkout` with an `Idempotency-Key` header, the tenant in `X-Tenant`,
 //! and a JSON body with a positive integer `amount`; the body's `ref` is
 //! forwarded to the provider. `GET /effects/{key}` lists the tenant's local
-//! effects for a key. Each execution stamps its response with the replica
-//! and execution that produced it.
+//! effects for a key. Each execution stamps its response with its id, and
+//! tells the provider its id and the attempt it holds, so `idemsim http`
+//! can judge fencing from outside (docs/black-box.md).
 
 use crate::target::StoreTarget;
 use async_trait::async_trait;

@@ -273,9 +273,22 @@ async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
         body: idemsim_model::Bytes::text(&config::body(&e.body, 1, "idemsim-preflight")),
     };
     let within = Duration::from_millis(10_000);
-    let outcome = tokio::time::timeout(within, exchange(target, &probe))
-        .await
-        .map_err(|_| format!("{} did not answer within 10 s", target.base))?;
+    // A service started a moment ago may not listen yet: a refused
+    // connection is tried again for up to 5 s.
+    let started = Instant::now();
+    let outcome = loop {
+        let outcome = tokio::time::timeout(within, exchange(target, &probe))
+            .await
+            .map_err(|_| format!("{} did not answer within 10 s", target.base))?;
+        match outcome {
+            Outcome::Lost(why)
+                if why.starts_with("connection refused") && started.elapsed() < Duration::from_secs(5) =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            outcome => break outcome,
+        }
+    };
     match outcome {
         Outcome::Lost(why) => Err(format!("{} cannot be reached: {why}", target.base)),
         Outcome::Answer(r, _) => {
