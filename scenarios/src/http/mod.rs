@@ -124,6 +124,8 @@ pub struct HttpReport {
     pub attacks: BTreeMap<String, usize>,
     /// Answers by status ("lost" for none).
     pub answers: BTreeMap<String, usize>,
+    /// Operations whose client gave up (attempts or deadline spent).
+    pub gave_up: usize,
     /// Stopped early (time limit or Ctrl-C): the verdict covers what was sent.
     pub stopped_early: Option<String>,
     /// The verdict.

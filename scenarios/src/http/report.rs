@@ -20,9 +20,10 @@ pub fn summarize(
 ) -> HttpReport {
     let mut answers: BTreeMap<String, usize> = BTreeMap::new();
     let mut operations = std::collections::BTreeSet::new();
-    let mut sends = 0;
+    let (mut sends, mut gave_up) = (0, 0);
     for s in &seen {
         match s {
+            Seen::GaveUp { .. } => gave_up += 1,
             Seen::Sent { op, .. } => {
                 sends += 1;
                 operations.insert(*op);
@@ -41,6 +42,7 @@ pub fn summarize(
         elapsed_ms: elapsed.as_millis() as u64,
         attacks: counts(&seen),
         answers,
+        gave_up,
         stopped_early,
         verdict,
         seen,
@@ -94,7 +96,7 @@ pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Re
     let attacks: Vec<String> = r.attacks.iter().map(|(k, v)| format!("{k} {v}")).collect();
     writeln!(out, "  attacks:  {}", attacks.join(", "))?;
     let answers: Vec<String> = r.answers.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-    writeln!(out, "  answers:  {}", answers.join(", "))?;
+    writeln!(out, "  answers:  {}; {} operation(s) gave up", answers.join(", "), r.gave_up)?;
     writeln!(out, "  properties:")?;
     for j in &r.verdict.judged {
         let found = r.verdict.violations.iter().filter(|v| v.property == j.property).count();
