@@ -146,6 +146,10 @@ impl Session<'_> {
         self.cmd("GET", &format!("/element/{element}/text"), None).as_str().unwrap().to_string()
     }
 
+    fn script(&self, script: &str) -> Value {
+        self.cmd("POST", "/execute/sync", Some(json!({ "script": script, "args": [] })))
+    }
+
     fn click(&self, css: &str) {
         let element = self.find_all(css).into_iter().next().unwrap_or_else(|| panic!("no {css}"));
         self.cmd("POST", &format!("/element/{element}/click"), Some(json!({})));
@@ -184,16 +188,8 @@ fn the_html_timeline_renders_lanes_the_violation_and_steps_in_chromium() {
     let session = Session::new(&driver);
     let url = format!("file://{}", page.canonicalize().unwrap().display());
     session.cmd("POST", "/url", Some(json!({ "url": url })));
-    let lanes: Vec<String> = session.find_all(".lane").iter().map(|_| String::new()).collect();
-    assert!(lanes.len() >= 5, "lanes rendered: {}", lanes.len());
-    let lane_names = session.cmd(
-        "POST",
-        "/execute/sync",
-        Some(json!({
-            "script": "return [...document.querySelectorAll('.lane')].map(l => l.textContent)", "args": []
-        })),
-    );
-    let names: Vec<&str> = lane_names.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let names = session.script("return [...document.querySelectorAll('text.lane')].map(l => l.textContent)");
+    let names: Vec<&str> = names.as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(names.contains(&"db") && names.iter().any(|n| n.starts_with("server-")), "{names:?}");
     assert!(!session.find_all(".event.violation").is_empty(), "the violating events are highlighted");
     assert!(session.text("#flags").contains("[fencing]"));
@@ -205,13 +201,71 @@ fn the_html_timeline_renders_lanes_the_violation_and_steps_in_chromium() {
     assert_eq!(session.text("#current-index"), "1");
     session.click("#prev");
     assert_eq!(session.text("#current-index"), "0");
-    session.click("#jump");
-    let current = session.text("#detail");
-    assert!(current.contains("<== violation"), "{current}");
-    assert_eq!(session.find_all(".event.current.violation").len(), 1);
 
-    let shot = session.cmd("GET", "/screenshot", None);
-    let png = base64::engine::general_purpose::STANDARD.decode(shot.as_str().unwrap()).unwrap();
-    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
-    std::fs::write(artifacts().join("timeline-paused-holder.png"), png).unwrap();
+    for width in [1024, 1280, 1920] {
+        session.cmd("POST", "/window/rect", Some(json!({ "width": width, "height": 800 })));
+        // The page lays itself out again on resize; draw now rather than wait.
+        session.script("draw(); return true");
+        assert_headers_over_lanes(&session, width);
+        assert_leases_apart(&session, width);
+        session.click("#jump");
+        let current = session.text("#detail");
+        assert!(current.contains("<== violation"), "{width}px: {current}");
+        assert_eq!(session.find_all(".event.current.violation").len(), 1, "{width}px");
+        let visible = session.script(
+            "const c = document.getElementById('chart').getBoundingClientRect();
+             const row = document.querySelector('.event.current');
+             const dot = row.querySelector('.dot') || row;
+             const r = row.getBoundingClientRect(), d = dot.getBoundingClientRect();
+             return r.top >= c.top + 20 && r.bottom <= c.bottom && d.left >= c.left && d.right <= c.right;",
+        );
+        assert_eq!(visible, json!(true), "{width}px: the violation is on screen after the jump");
+        let shot = session.cmd("GET", "/screenshot", None);
+        let png = base64::engine::general_purpose::STANDARD.decode(shot.as_str().unwrap()).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+        std::fs::write(artifacts().join(format!("timeline-paused-holder-{width}.png")), png).unwrap();
+    }
+
+    // Only the violating key: fewer rows, the violation still there.
+    let all: usize = session.text("#count").parse().unwrap();
+    session.click("#only-key");
+    let some: usize = session.text("#count").parse().unwrap();
+    assert!(some < all, "the toggle hides events on other keys ({some} of {all})");
+    assert!(!session.find_all(".event.violation").is_empty());
+    assert_headers_over_lanes(&session, 1920);
+}
+
+/// Every lane header stands over its lane line, from measured positions.
+fn assert_headers_over_lanes(session: &Session<'_>, width: u32) {
+    let offsets = session.script(
+        "return [...document.querySelectorAll('text.lane')].map(h => {
+           const line = document.querySelector(`line.lane-line[data-lane=\"${h.dataset.lane}\"]`);
+           const a = h.getBoundingClientRect(), b = line.getBoundingClientRect();
+           return [h.textContent, (a.left + a.right) / 2 - (b.left + b.right) / 2];
+         })",
+    );
+    let offsets = offsets.as_array().unwrap();
+    assert!(offsets.len() >= 3, "{width}px: lanes shown: {offsets:?}");
+    for o in offsets {
+        let dx = o[1].as_f64().unwrap();
+        assert!(dx.abs() <= 3.0, "{width}px: header {} is {dx:.1} px off its lane", o[0]);
+    }
+}
+
+/// Bars of different leases never overlap on screen.
+fn assert_leases_apart(session: &Session<'_>, width: u32) {
+    let overlaps = session.script(
+        "const bars = [...document.querySelectorAll('rect.lease')].map(b => [b.dataset.key + '#' + b.dataset.attempt, b.getBoundingClientRect()]);
+         const out = [];
+         for (let i = 0; i < bars.length; i++) for (let j = i + 1; j < bars.length; j++) {
+           const [p, a] = bars[i], [q, b] = bars[j];
+           if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) out.push([p, q]);
+         }
+         return [bars.length, out];",
+    );
+    assert!(offsets_ok(&overlaps), "{width}px: overlapping lease bars: {overlaps}");
+}
+
+fn offsets_ok(v: &Value) -> bool {
+    v[0].as_u64().unwrap_or(0) > 0 && v[1].as_array().is_some_and(Vec::is_empty)
 }
