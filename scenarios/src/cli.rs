@@ -151,6 +151,10 @@ struct ReplayArgs {
     /// One JSON document instead of the timeline.
     #[arg(long)]
     json: bool,
+    /// The story tells every event up to the violation, not only those of
+    /// its keys and the faults that caused them.
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(Args, Debug)]
@@ -167,6 +171,9 @@ struct ShrinkArgs {
     /// At most this many candidate runs.
     #[arg(long, default_value_t = 3000)]
     runs_max: u32,
+    /// The story tells every event up to the violation.
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(Args, Debug)]
@@ -537,6 +544,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         jobs,
         shard,
         file: args.target.file.as_deref(),
+        all: false,
     };
     if args.json {
         report::sweep_json(&ctx, &report, out).map_err(|e| e.to_string())?;
@@ -569,7 +577,7 @@ fn cmd_run(args: RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i3
         };
         let _ = writeln!(out, "\nshrinking seed {}:", first.seed);
         // The sweep's verdict stands whether or not the shrink works.
-        match shrink_and_write(&spec, &path, out) {
+        match shrink_and_write(&spec, &path, false, out) {
             Ok(()) => shrink_out.map_or((), crate::output::Output::keep),
             Err(why) => {
                 let _ = writeln!(out, "  could not shrink: {why}");
@@ -623,7 +631,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
         property: scenario.expected_property(&variant),
     };
     let _ = writeln!(out, "idemsim shrink: scenario {}, variant {variant}, seed {}", scenario.name, args.seed);
-    shrink_and_write(&spec, output.path(), out)?;
+    shrink_and_write(&spec, output.path(), args.all, out)?;
     output.keep();
     Ok(EXIT_VIOLATION)
 }
@@ -633,6 +641,7 @@ fn cmd_shrink(args: ShrinkArgs, out: &mut dyn Write) -> Result<i32, String> {
 fn shrink_and_write(
     spec: &crate::shrink::ShrinkSpec<'_>,
     path: &std::path::Path,
+    all: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let shrunk = crate::shrink::shrink(spec)?;
@@ -643,11 +652,15 @@ fn shrink_and_write(
     };
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let o = &shrunk.outcome;
-    let story =
-        o.violations.iter().find(|v| v.property == shrunk.property).map(|v| idemsim_sim::story::story(&o.history, v));
+    let story = o
+        .violations
+        .iter()
+        .find(|v| v.property == shrunk.property)
+        .map(|v| idemsim_sim::story::story_with(&o.history, v, all));
+    let steps = story.as_deref().map_or(0, |s| s.lines().filter(|l| l.contains(". at ")).count());
     let _ = writeln!(out, "  property: {}", shrunk.property.name());
     let _ = writeln!(out, "  before:   {}", shrunk.before);
-    let _ = writeln!(out, "  after:    {}", shrunk.after);
+    let _ = writeln!(out, "  after:    {}, a story of {steps} steps", shrunk.after);
     let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
     let _ = writeln!(out, "story:\n{}", story.unwrap_or_default());
     let _ = writeln!(out, "wrote {}", path.display());
@@ -684,6 +697,7 @@ fn cmd_replay(args: ReplayArgs, out: &mut dyn Write) -> Result<i32, String> {
         jobs: 1,
         shard: None,
         file: args.target.file.as_deref(),
+        all: args.all,
     };
     if let Some(output) = trace_out {
         let text = to_jsonl(seed, &scenario.name, &variant, &outcome.history);

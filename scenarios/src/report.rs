@@ -25,6 +25,8 @@ pub struct Context<'a> {
     pub shard: Option<(u64, u64)>,
     /// The scenario file, when the scenario came from one.
     pub file: Option<&'a std::path::Path>,
+    /// Stories tell every event up to the violation, not only its keys'.
+    pub all: bool,
 }
 
 impl Context<'_> {
@@ -68,15 +70,32 @@ fn write_story(
     max: usize,
 ) -> io::Result<()> {
     let story = idemsim_sim::story::story(h, v);
+    write_story_text(out, v, &story, max)
+}
+
+/// Prints a story with at most `max` numbered steps: its summary, the
+/// steps, and its closing lines.
+pub(crate) fn write_story_text(
+    out: &mut dyn Write,
+    v: &idemsim_model::Violation,
+    story: &str,
+    max: usize,
+) -> io::Result<()> {
+    let numbered = |l: &&str| l.trim_start().split_once(". at ").is_some_and(|(n, _)| n.parse::<usize>().is_ok());
     let lines: Vec<&str> = story.lines().collect();
+    let first = lines.iter().position(&numbered).unwrap_or(lines.len());
+    let steps = lines[first..].iter().take_while(|l| numbered(l)).count();
     writeln!(out, "story of the {} violation:", v.property.name())?;
-    for line in lines.iter().take(max.min(lines.len().saturating_sub(1))) {
+    for line in lines[..first].iter().chain(lines[first..].iter().take(steps.min(max))) {
         writeln!(out, "{line}")?;
     }
-    if lines.len() > max.saturating_add(1) {
-        writeln!(out, "  ... {} more steps (shrink the seed for a shorter story)", lines.len() - max - 1)?;
+    if steps > max {
+        writeln!(out, "  ... {} more steps (shrink the seed for a shorter story)", steps - max)?;
     }
-    writeln!(out, "{}", lines.last().unwrap_or(&""))
+    for line in &lines[first + steps..] {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
 
 /// A progress bar on a terminal, a line per tenth elsewhere.
@@ -286,7 +305,8 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
         writeln!(out, "VIOLATION {v}")?;
     }
     if let Some(v) = ctx.story_violation(&o.violations) {
-        write_story(out, &o.history, v, usize::MAX)?;
+        let story = idemsim_sim::story::story_with(&o.history, v, ctx.all);
+        write_story_text(out, v, &story, usize::MAX)?;
     }
     let verdict = if o.failed() { "FAIL" } else { "CLEAN" };
     writeln!(

@@ -54,11 +54,23 @@ pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
     chosen
 }
 
-/// The story of `violation`, numbered from 1, with the violating events
-/// marked and the leases that ran out on an unfinished execution inserted
-/// where they ran out, ending with the property it breaks.
+/// The story of `violation`: a one-line summary, then the events of its
+/// keys and the faults that caused them, numbered from 1, with the
+/// violating events marked and the leases that ran out on an unfinished
+/// execution inserted where they ran out; then how many events were left
+/// out, and the property it breaks.
 pub fn story(history: &History, violation: &Violation) -> String {
-    let chosen = story_events(history, violation);
+    story_with(history, violation, false)
+}
+
+/// [`story`], or with `all` every event up to the violation.
+pub fn story_with(history: &History, violation: &Violation, all: bool) -> String {
+    let mut chosen = story_events(history, violation);
+    let end = chosen.last().copied().unwrap_or(0);
+    let omitted = (end + 1).saturating_sub(chosen.len());
+    if all {
+        chosen = (0..=end.min(history.entries.len().saturating_sub(1))).collect();
+    }
     let mut lines: Vec<(SimTime, usize, String)> = Vec::new();
     for &i in &chosen {
         let e = &history.entries[i];
@@ -73,11 +85,70 @@ pub fn story(history: &History, violation: &Violation) -> String {
     }
     lines.sort_by_key(|(at, i, _)| (*at, *i));
     let mut out = String::new();
+    let _ = writeln!(out, "  in short: {}", summary(history, violation));
     for (n, (at, _, text)) in lines.iter().enumerate() {
         let _ = writeln!(out, "{:>3}. at {:>9}  {text}", n + 1, at.to_string());
     }
+    if !all && omitted > 0 {
+        let events = if omitted == 1 { "event" } else { "events" };
+        let _ =
+            writeln!(out, "  ({omitted} {events} of other keys and operations not shown; `replay --all` shows them)");
+    }
     let _ = writeln!(out, "  => this breaks {}: {}", violation.property.name(), violation.explanation);
     out
+}
+
+/// One sentence on what happened, in the words of the protocol: for a
+/// fencing violation, who held which attempt, what froze or cut it off,
+/// what it wrote and after which grant; otherwise the violation itself.
+pub fn summary(history: &History, violation: &Violation) -> String {
+    fencing_summary(history, violation)
+        .unwrap_or_else(|| format!("{} broke: {}", violation.property.name(), violation.explanation))
+}
+
+fn fencing_summary(history: &History, v: &Violation) -> Option<String> {
+    if v.property != idemsim_model::Property::Fencing {
+        return None;
+    }
+    let last = *v.events.iter().max()?;
+    let (by, scope, did) = match &history.entries.get(last)?.event {
+        Event::CompletionWritten { by, scope, .. } => (by, scope, "completed"),
+        Event::LocalEffectCommitted { by, scope, .. } => (by, scope, "committed its local effect"),
+        Event::Released { by, scope, .. } => (by, scope, "released the record"),
+        Event::RecoveryPointWritten { by, scope, .. } => (by, scope, "wrote its recovery point"),
+        _ => return None,
+    };
+    let (grant_at, granted, to) = v.events.iter().find_map(|&i| match &history.entries.get(i)?.event {
+        Event::Claimed { by, attempt, .. } | Event::TakenOver { by, attempt, .. } => Some((i, *attempt, *by)),
+        _ => None,
+    })?;
+    let (started_at, held) = history.entries[..last].iter().enumerate().rev().find_map(|(i, e)| match &e.event {
+        Event::ExecutionStarted { by: b, scope: s, attempt } if b == by && s == scope => Some((i, *attempt)),
+        _ => None,
+    })?;
+    let node = history.entries[started_at].node;
+    let cause = history.entries[started_at..last].iter().find_map(|e| match &e.event {
+        Event::Fault(Fault::Paused { node: n, .. }) if *n == node => Some("A paused"),
+        Event::Fault(Fault::Partitioned { node: n, .. }) if *n == node => Some("A cut-off"),
+        Event::Fault(Fault::ClockSkewed { node: n, .. }) if *n == node => Some("A clock-skewed"),
+        _ => None,
+    });
+    let taker = match to {
+        Origin::Request { req, .. } => req.to_string(),
+        Origin::Reconciler => "the reconciler".to_string(),
+        Origin::Sweeper => "the sweeper".to_string(),
+        Origin::Relay => "the relay".to_string(),
+    };
+    if granted == held {
+        let how = if grant_at < started_at { "kept" } else { "was given" };
+        return Some(format!(
+            "Two executions held attempt {held} of {scope} at once ({taker} {how} the same attempt): the second's write was not fenced"
+        ));
+    }
+    let cause = cause.unwrap_or(if grant_at > started_at { "A slow" } else { "A racing" });
+    Some(format!(
+        "{cause} holder of attempt {held} {did} after attempt {granted} was granted to {taker}: the write was not fenced"
+    ))
 }
 
 /// If entry `i` grants a lease that runs out before the same scope is
@@ -155,11 +226,30 @@ mod tests {
         let found = (0..200).map(|s| run_seed(&config, StoreKind::Mem, s).unwrap()).find(|o| o.failed()).unwrap();
         let v = &found.violations[0];
         let text = super::story(&found.history, v);
-        assert!(text.starts_with("  1. at"), "{text}");
+        assert!(text.starts_with("  in short: "), "{text}");
+        assert!(text.lines().nth(1).unwrap().starts_with("  1. at"), "{text}");
         assert!(text.contains("claims"), "{text}");
         assert!(text.contains("<== here"), "{text}");
         assert!(text.trim_end().ends_with(&v.explanation), "{text}");
         let lines = text.lines().count();
         assert!(lines < found.history.entries.len() / 2, "a story is a small part of the run: {lines} lines");
+        assert!(text.contains("events of other keys and operations not shown"), "{text}");
+        let all = super::story_with(&found.history, v, true);
+        assert!(all.lines().count() > lines && !all.contains("not shown"), "{all}");
+    }
+
+    #[test]
+    fn a_paused_holders_story_opens_with_what_happened() {
+        let config = SimConfig { steps: Variant::UnfencedCompletion.steps(), ..crate::SimConfig::default() };
+        let summaries: Vec<String> = (0..300)
+            .map(|s| run_seed(&config, StoreKind::Mem, s).unwrap())
+            .filter(|o| o.failed())
+            .map(|o| super::summary(&o.history, &o.violations[0]))
+            .collect();
+        assert!(!summaries.is_empty());
+        assert!(
+            summaries.iter().any(|s| s.contains("holder of attempt #1") && s.ends_with("the write was not fenced")),
+            "{summaries:#?}"
+        );
     }
 }

@@ -59,7 +59,10 @@ pub fn describe(event: &Event) -> String {
         }
         Event::GaveUp { op, reason } => format!("gives up on op{}: {reason}", op.0),
         Event::Claimed { by, scope, attempt, locked_until, .. } => {
-            format!("{} claims {scope}: new record, attempt {attempt}, lease until {locked_until}", who(by))
+            // After a release the key's tombstone keeps its attempt count,
+            // so a new record's first attempt can be #2 or more.
+            let counted = if attempt.0 > 1 { " (counting on from the released record)" } else { "" };
+            format!("{} claims {scope}: new record, attempt {attempt}{counted}, lease until {locked_until}", who(by))
         }
         Event::ClaimFound { by, scope, record, .. } => {
             let state = if record.is_completed() { "completed" } else { "in progress" };
