@@ -297,3 +297,24 @@ fn serve_refuses_bad_addresses_and_busy_ports_in_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_target_that_goes_away_mid_run_ends_it_with_what_was_found_and_exit_2() {
+    let provider = free_port();
+    let service = serve(Variant::Correct, StoreTarget::Mem, provider);
+    let target = format!("http://{}", service.addr);
+    let started = Instant::now();
+    let run = std::thread::spawn(move || {
+        let provider = format!("127.0.0.1:{provider}");
+        idemsim(&["http", "--target", &target, "--provider-listen", &provider, "--requests", "3000"])
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    service.stop().unwrap();
+    let (code, out, err) = run.join().unwrap();
+    assert_eq!(code, EXIT_USAGE, "{out}{err}");
+    assert!(out.contains("stopped early: the target stopped answering"), "{out}");
+    assert!(out.contains("answers:  201 x"), "what was found before is kept: {out}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("stopped answering"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+}

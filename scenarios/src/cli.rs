@@ -809,8 +809,16 @@ fn cmd_http(args: HttpArgs, out: &mut dyn Write) -> Result<i32, String> {
     } else {
         crate::http::report::text(&report, &reproduce, out).map_err(|e| e.to_string())?;
     }
-    if report.stopped_early.as_deref() == Some("interrupted") {
-        return Ok(EXIT_INTERRUPTED);
+    match report.stopped_early.as_deref() {
+        Some("interrupted") => return Ok(EXIT_INTERRUPTED),
+        Some(crate::http::TARGET_DOWN) => {
+            return Err(format!(
+                "{}: {}; the report above covers what was sent",
+                report.target,
+                crate::http::TARGET_DOWN
+            ))
+        }
+        _ => {}
     }
     Ok(if report.verdict.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
 }

@@ -115,8 +115,10 @@ impl ClientEnv for HttpClient {
 
     fn first_send(&self) {}
 
+    /// No budget: every retry the policy allows is sent, unless the
+    /// target has stopped answering altogether.
     fn spend_retry(&self) -> bool {
-        true
+        !self.rec.target_down()
     }
 
     async fn send(&self, req: RequestId, _to: NodeId, request: Request) -> Option<Reply> {
@@ -124,7 +126,10 @@ impl ClientEnv for HttpClient {
         let outcome = match fault {
             Fault::None => exchange(&self.target, &request).await,
             Fault::DropResponse => match exchange(&self.target, &request).await {
-                Outcome::Answer(r, _) => return self.lose("the proxy dropped the service's answer".into(), Some(r)),
+                Outcome::Answer(r, _) => {
+                    self.rec.answered();
+                    return self.lose("the proxy dropped the service's answer".into(), Some(r));
+                }
                 lost => lost,
             },
             Fault::Reset { after_ms } => {
@@ -138,9 +143,15 @@ impl ClientEnv for HttpClient {
         };
         match outcome {
             Outcome::Answer(response, retry_after_ms) => {
+                self.rec.answered();
                 Some(Reply { answer: Answer::Unknown, response, retry_after_ms })
             }
-            Outcome::Lost(why) => self.lose(why, None),
+            Outcome::Lost(why) => {
+                if why.starts_with("connection refused") {
+                    self.rec.refused();
+                }
+                self.lose(why, None)
+            }
         }
     }
 

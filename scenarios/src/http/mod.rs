@@ -22,6 +22,7 @@ use config::HttpConfig;
 use idemsim_model::outside::{judge_outside, Observability, OutsideVerdict, Seen};
 use idemsim_model::{OpId, Request, RetryPolicy};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use workload::{Attack, Fault, PlannedOp};
@@ -80,11 +81,44 @@ pub struct Target {
 pub struct Recorder {
     start: Instant,
     seen: Mutex<Vec<Seen>>,
+    /// When the target last answered anything, and last refused a
+    /// connection (ms since the start).
+    last_answer_ms: AtomicU64,
+    last_refused_ms: AtomicU64,
 }
+
+/// A target that refused every connection for this long has stopped.
+const DOWN_AFTER_MS: u64 = 5_000;
+
+/// Why a run stopped when the target went away.
+pub const TARGET_DOWN: &str = "the target stopped answering (connections refused for 5 s)";
 
 impl Recorder {
     fn new() -> Recorder {
-        Recorder { start: Instant::now(), seen: Mutex::default() }
+        Recorder {
+            start: Instant::now(),
+            seen: Mutex::default(),
+            last_answer_ms: AtomicU64::new(0),
+            last_refused_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The target answered (anything, even an error).
+    pub fn answered(&self) {
+        self.last_answer_ms.fetch_max(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// The target refused a connection.
+    pub fn refused(&self) {
+        self.last_refused_ms.fetch_max(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Connections have been refused, and nothing answered, for
+    /// [`DOWN_AFTER_MS`].
+    pub fn target_down(&self) -> bool {
+        let (answer, refused) =
+            (self.last_answer_ms.load(Ordering::Relaxed), self.last_refused_ms.load(Ordering::Relaxed));
+        refused >= answer + DOWN_AFTER_MS
     }
 
     /// Milliseconds since the run began.
@@ -336,7 +370,7 @@ async fn drive(
     let mut tasks = tokio::task::JoinSet::new();
     let mut last_op = 0;
     for group in groups {
-        if let Some(why) = stop_reason(deadline) {
+        if let Some(why) = stop_reason(deadline, rec) {
             stopped = Some(why);
             break;
         }
@@ -363,15 +397,21 @@ async fn drive(
         });
     }
     while tasks.join_next().await.is_some() {}
+    if stopped.is_none() && rec.target_down() {
+        stopped = Some(TARGET_DOWN.into());
+    }
     if stopped.is_none() {
         stopped = late_replays(spec, target, rec, last_op, deadline).await;
     }
     stopped
 }
 
-fn stop_reason(deadline: Instant) -> Option<String> {
+fn stop_reason(deadline: Instant, rec: &Recorder) -> Option<String> {
     if crate::sweep::stopped() {
         return Some("interrupted".into());
+    }
+    if rec.target_down() {
+        return Some(TARGET_DOWN.into());
     }
     (Instant::now() >= deadline).then(|| "the --max-secs limit was reached".into())
 }
@@ -412,7 +452,7 @@ async fn late_replays(
     let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
     let mut tasks = tokio::task::JoinSet::new();
     for op in ops {
-        if let Some(why) = stop_reason(deadline) {
+        if let Some(why) = stop_reason(deadline, rec) {
             while tasks.join_next().await.is_some() {}
             return Some(why);
         }
