@@ -253,6 +253,7 @@ fn paused_holder() -> Scenario {
             (Variant::Correct, Expect::Clean),
             (Variant::TakeoverWithoutBump, Expect::Violates(Property::Fencing)),
             (Variant::UnfencedCompletion, Expect::Violates(Property::Fencing)),
+            (Variant::TransientErrorStored, Expect::Violates(Property::Liveness)),
         ]),
         variants: Default::default(),
         reproduces: None,

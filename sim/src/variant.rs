@@ -138,6 +138,18 @@ step!(
 );
 
 step!(
+    /// What a handler does when the dependency fails or does not answer.
+    DependencyFailureStep {
+        /// Answer 503 and leave the record `in_progress` with its recovery
+        /// point, so a retry or the reconciler finishes it (correct).
+        LeaveInProgress = "leave-in-progress",
+        /// Complete the record with the 503: every retry replays a
+        /// transient error, though the charge may have gone through.
+        StoreError = "store-error",
+    }
+);
+
+step!(
     /// How follow-on messages leave.
     PublishStep {
         /// Staged in the outbox with the completion, published by the relay
@@ -203,6 +215,8 @@ pub struct Steps {
     pub local_effect: LocalEffectStep,
     /// The completion's fencing.
     pub completion: CompletionStep,
+    /// A failed dependency call.
+    pub dependency_failure: DependencyFailureStep,
     /// Follow-on messages.
     pub publish: PublishStep,
     /// The sweeper.
@@ -225,6 +239,7 @@ impl Steps {
             ("downstream_key", self.downstream_key != c.downstream_key, self.downstream_key.name()),
             ("local_effect", self.local_effect != c.local_effect, self.local_effect.name()),
             ("completion", self.completion != c.completion, self.completion.name()),
+            ("dependency_failure", self.dependency_failure != c.dependency_failure, self.dependency_failure.name()),
             ("publish", self.publish != c.publish, self.publish.name()),
             ("sweep", self.sweep != c.sweep, self.sweep.name()),
             ("retry", self.retry != c.retry, self.retry.name()),
@@ -253,6 +268,8 @@ pub enum Variant {
     TakeoverWithoutBump,
     /// [`CompletionStep::Unfenced`].
     UnfencedCompletion,
+    /// [`DependencyFailureStep::StoreError`].
+    TransientErrorStored,
     /// [`FingerprintStep::Ignored`].
     FingerprintNotCompared,
     /// [`ValidationStep::Store`].
@@ -281,7 +298,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, correct first.
-    pub const ALL: [Variant; 19] = [
+    pub const ALL: [Variant; 20] = [
         Variant::Correct,
         Variant::CheckThenInsert,
         Variant::LockAroundLookup,
@@ -289,6 +306,7 @@ impl Variant {
         Variant::NoLease,
         Variant::TakeoverWithoutBump,
         Variant::UnfencedCompletion,
+        Variant::TransientErrorStored,
         Variant::FingerprintNotCompared,
         Variant::ValidationStored,
         Variant::KeyNotScoped,
@@ -313,6 +331,7 @@ impl Variant {
             Variant::NoLease => "no-lease",
             Variant::TakeoverWithoutBump => "takeover-without-bump",
             Variant::UnfencedCompletion => "unfenced-completion",
+            Variant::TransientErrorStored => "transient-error-stored",
             Variant::FingerprintNotCompared => "fingerprint-not-compared",
             Variant::ValidationStored => "validation-stored",
             Variant::KeyNotScoped => "key-not-scoped",
@@ -344,6 +363,7 @@ impl Variant {
             Variant::NoLease => Steps { lease: LeaseStep::None, ..c },
             Variant::TakeoverWithoutBump => Steps { takeover: TakeoverStep::KeepAttempt, ..c },
             Variant::UnfencedCompletion => Steps { completion: CompletionStep::Unfenced, ..c },
+            Variant::TransientErrorStored => Steps { dependency_failure: DependencyFailureStep::StoreError, ..c },
             Variant::FingerprintNotCompared => Steps { fingerprint: FingerprintStep::Ignored, ..c },
             Variant::ValidationStored => Steps { validation: ValidationStep::Store, ..c },
             Variant::KeyNotScoped => Steps { scope: ScopeStep::KeyOnly, ..c },

@@ -11,6 +11,55 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
     out.extend(stuck_in_progress(history));
+    out.extend(stored_errors(history));
+    out
+}
+
+/// Statuses that ask the client to try again later.
+fn transient(status: u16) -> bool {
+    matches!(status, 408 | 429 | 502 | 503 | 504)
+}
+
+/// A stored response must agree with the effects: a transient status is
+/// never a final answer (the request could never succeed: every retry
+/// replays it), and a stored error means no effect was performed (the
+/// caller is told it failed while it was charged). Properties 2 and 7
+/// of PROTOCOL.md together.
+fn stored_errors(history: &History) -> Vec<Violation> {
+    // Effects per scope and record lifetime (a sweep starts a new one).
+    let mut lifetime: BTreeMap<&Scope, u32> = BTreeMap::new();
+    let mut effects: BTreeMap<(&Scope, u32), usize> = BTreeMap::new();
+    let mut stored: Vec<(usize, &Scope, u32, u16)> = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::RecordSwept { scope, .. } => *lifetime.entry(scope).or_default() += 1,
+            Event::LocalEffectCommitted { scope, .. } | Event::DownstreamEffect { scope, .. } => {
+                let life = lifetime.get(scope).copied().unwrap_or(0);
+                effects.entry((scope, life)).or_insert(i);
+            }
+            Event::CompletionWritten { scope, response, .. } if response.status >= 400 => {
+                stored.push((i, scope, lifetime.get(scope).copied().unwrap_or(0), response.status));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (i, scope, life, status) in stored {
+        if transient(status) {
+            out.push(Violation::new(
+                Property::Liveness,
+                vec![i],
+                format!("{scope} was completed with the transient {status} as its response: every retry replays it, so the request can never succeed"),
+            ));
+        }
+        if let Some(&effect) = effects.get(&(scope, life)) {
+            out.push(Violation::new(
+                Property::Liveness,
+                vec![effect, i],
+                format!("{scope} stored {status} as its response, yet its effect happened at #{effect}: the caller is told it failed while it was charged"),
+            ));
+        }
+    }
     out
 }
 
@@ -101,6 +150,7 @@ mod tests {
     use super::*;
     use crate::checker::testkit::*;
     use crate::ids::{Attempt, NodeId};
+    use crate::StoredResponse;
 
     fn check_story(s: &Story) -> Vec<Violation> {
         check(&s.history, &Index::new(&s.history))
@@ -117,6 +167,38 @@ mod tests {
         );
         s.completed(by(1, 1), &scope(), 1, ok("x"));
         s.received(0, req(1, 1), Answer::Executed, ok("x"));
+        s.end();
+        assert!(check_story(&s).is_empty());
+    }
+
+    #[test]
+    fn a_stored_transient_error_and_a_stored_error_with_an_effect_are_violations() {
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.completed(by(1, 1), &scope(), 1, StoredResponse::new(503, "timeout"));
+        s.end();
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("transient 503"), "{}", v[0]);
+
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        let charged = s.at(
+            NodeId::Downstream,
+            Event::DownstreamEffect { scope: scope(), downstream_key: crate::DownstreamKey("dk".into()) },
+        );
+        let stored = s.completed(by(1, 1), &scope(), 1, StoredResponse::new(500, "boom"));
+        s.end();
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![charged, stored]);
+        assert!(v[0].explanation.contains("told it failed while it was charged"), "{}", v[0]);
+
+        // A stored error without an effect (a validation error stored by a
+        // broken step is the status rules' business) is not this rule's.
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.completed(by(1, 1), &scope(), 1, StoredResponse::new(400, "bad"));
         s.end();
         assert!(check_story(&s).is_empty());
     }

@@ -144,7 +144,10 @@ impl Execution<'_> {
         }
         match env.charge(scope, attempt, key, self.request).await {
             Some(charge_id) => Ok(charge_id),
-            None => Err(Reply::unavailable("payment provider timed out", env.settings())),
+            None => {
+                let reply = Reply::unavailable("payment provider timed out", env.settings());
+                Err(p.dependency_failed(env, scope, attempt, reply).await)
+            }
         }
     }
 }

@@ -165,6 +165,14 @@ pub trait Protocol: Send + Sync {
         env.store(StoreOp::Complete { scope: scope.clone(), attempt, completion }).await
     }
 
+    /// Section 6: the dependency failed or did not answer. Correctly, the
+    /// record stays `in_progress` with its recovery point (a retry or the
+    /// reconciler resumes it with the same downstream key) and the client
+    /// gets `reply`, a transient 503.
+    async fn dependency_failed(&self, _env: &dyn Env, _scope: &Scope, _attempt: Attempt, reply: Reply) -> Reply {
+        reply
+    }
+
     /// Section 8: one pass of the sweeper, deleting completed records older
     /// than the documented window.
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
@@ -265,6 +273,9 @@ impl<P: Protocol + ?Sized> Protocol for std::sync::Arc<P> {
     }
     async fn complete(&self, env: &dyn Env, s: &Scope, attempt: Attempt, completion: Completion) -> Option<StoreReply> {
         (**self).complete(env, s, attempt, completion).await
+    }
+    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+        (**self).dependency_failed(env, s, attempt, reply).await
     }
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
         (**self).sweep(env, now, window_ms).await

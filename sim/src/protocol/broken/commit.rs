@@ -5,6 +5,37 @@ use crate::protocol::{Env, Protocol, Reply, StoreOp};
 use async_trait::async_trait;
 use idemsim_model::{Attempt, Completion, Event, OutboxEntry, Scope};
 
+/// `dependency-failure: store-error`: when the dependency fails or does
+/// not answer, the handler completes the record with its 503. The charge
+/// may have gone through all the same, and every retry now replays a
+/// transient error that can never succeed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TransientErrorStored;
+
+#[async_trait]
+impl Protocol for TransientErrorStored {
+    fn name(&self) -> String {
+        "transient-error-stored".into()
+    }
+    async fn dependency_failed(&self, env: &dyn Env, scope: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+        store_the_error(self, env, scope, attempt, reply).await
+    }
+}
+
+/// Completes the record with `reply` (through `p`'s completion step), and
+/// answers it.
+pub(crate) async fn store_the_error<P: Protocol + ?Sized>(
+    p: &P,
+    env: &dyn Env,
+    scope: &Scope,
+    attempt: Attempt,
+    reply: Reply,
+) -> Reply {
+    let completion = Completion { response: reply.response.clone(), local_effect: None, outbox: Vec::new() };
+    let _ = p.complete(env, scope, attempt, completion).await;
+    reply
+}
+
 /// `local-effect: own-transaction`: the local effect row is committed in a
 /// transaction of its own before the completion, so a crash in between
 /// leaves the effect without the record.

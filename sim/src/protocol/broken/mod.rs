@@ -11,7 +11,7 @@ mod retry;
 mod sweep;
 
 pub use claim::{CheckThenInsert, LockAroundLookup, PerProcessLock};
-pub use commit::{EffectOwnTransaction, PublishBeforeCommit};
+pub use commit::{EffectOwnTransaction, PublishBeforeCommit, TransientErrorStored};
 pub use fencing::{DownstreamKeyFromAttempt, TakeoverWithoutBump, UnfencedCompletion};
 pub use record::{FingerprintNotCompared, KeyNotScoped, NoLease, ValidationStored, ENDLESS_LEASE_MS};
 pub use retry::{NewKeyPerRetry, NoJitter, RetryOn4xx, ThreeLayerRetries};
@@ -131,6 +131,13 @@ impl Protocol for Steps {
         }
     }
 
+    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+        match self.dependency_failure {
+            DependencyFailureStep::LeaveInProgress => Correct.dependency_failed(env, s, attempt, reply).await,
+            DependencyFailureStep::StoreError => commit::store_the_error(self, env, s, attempt, reply).await,
+        }
+    }
+
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
         match self.sweep {
             SweepStep::Documented => Correct.sweep(env, now, window_ms).await,
@@ -181,6 +188,7 @@ impl Variant {
             Variant::NoLease => Arc::new(NoLease),
             Variant::TakeoverWithoutBump => Arc::new(TakeoverWithoutBump),
             Variant::UnfencedCompletion => Arc::new(UnfencedCompletion),
+            Variant::TransientErrorStored => Arc::new(TransientErrorStored),
             Variant::FingerprintNotCompared => Arc::new(FingerprintNotCompared),
             Variant::ValidationStored => Arc::new(ValidationStored),
             Variant::KeyNotScoped => Arc::new(KeyNotScoped),
