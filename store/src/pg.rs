@@ -24,8 +24,9 @@ use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
 /// The schema, created on connect in the caller's schema. Shown in the docs.
 pub const POSTGRES_SCHEMA: &str = include_str!("../sql/postgres.sql");
 
-/// The `application_name` of every connection, so a test can find (and
-/// terminate) them.
+/// The prefix of every connection's `application_name`; a store's own
+/// connections are named `idemsim/<schema>`, so a test can find (and
+/// terminate) them without touching another store's.
 pub const PG_APPLICATION_NAME: &str = "idemsim";
 
 const CLAIM: &str = "INSERT INTO idem_records (caller, key, fingerprint, status, attempt, locked_until, created_at) \
@@ -64,7 +65,7 @@ impl PgStore {
                 Some(url),
             ))
         })?;
-        config.application_name(PG_APPLICATION_NAME).connect_timeout(Duration::from_secs(5));
+        config.application_name(format!("{PG_APPLICATION_NAME}/{schema}")).connect_timeout(Duration::from_secs(5));
         let admin = open(&config).await?;
         admin
             .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
@@ -102,6 +103,7 @@ impl PgStore {
     /// whether one was terminated.
     pub async fn terminate_a_connection(&self, pick: u64) -> Result<bool, StoreError> {
         let admin = open(&self.inner.config).await?;
+        let name = format!("{PG_APPLICATION_NAME}/{}", self.inner.schema);
         let sql = "SELECT pg_terminate_backend(pid) FROM ( \
                      SELECT pid FROM pg_stat_activity \
                      WHERE application_name = $1 AND datname = current_database() AND pid <> pg_backend_pid() \
@@ -109,7 +111,7 @@ impl PgStore {
                    ORDER BY pid OFFSET ($2::bigint % GREATEST((SELECT count(*) FROM pg_stat_activity \
                      WHERE application_name = $1 AND datname = current_database() AND pid <> pg_backend_pid()), 1)) \
                    LIMIT 1";
-        let rows = admin.query(sql, &[&PG_APPLICATION_NAME, &(pick as i64)]).await.map_err(map_err)?;
+        let rows = admin.query(sql, &[&name, &(pick as i64)]).await.map_err(map_err)?;
         Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
     }
 
