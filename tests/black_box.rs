@@ -113,6 +113,8 @@ fn serve_variants_that_show_from_outside_are_caught_with_their_property() {
         assert!(properties(&report).contains(&property.to_string()), "{}: {text}", variant.name());
         let story = report["verdict"]["violations"][0]["events"].as_array().unwrap();
         assert!(!story.is_empty(), "a violation names its observations");
+        let told = report["stories"][0].as_array().unwrap();
+        assert!(told.len() >= 2 && told[0].as_str().unwrap().contains(" 1. "), "{}: {told:?}", variant.name());
     }
 }
 

@@ -164,6 +164,8 @@ pub struct HttpReport {
     pub stopped_early: Option<String>,
     /// The verdict.
     pub verdict: OutsideVerdict,
+    /// The numbered story of each violation, in the verdict's order.
+    pub stories: Vec<Vec<String>>,
     /// The observations (the `--trace` file's lines).
     #[serde(skip)]
     pub seen: Vec<Seen>,

@@ -33,6 +33,7 @@ pub fn summarize(
             _ => {}
         }
     }
+    let stories = verdict.violations.iter().map(|v| story(&seen, v)).collect();
     HttpReport {
         target,
         seed,
@@ -45,6 +46,7 @@ pub fn summarize(
         gave_up,
         stopped_early,
         verdict,
+        stories,
         seen,
     }
 }
