@@ -460,6 +460,30 @@ pub enum Event {
 }
 
 impl Event {
+    /// The record an event of the store, the dependency or the consumer
+    /// concerns; `None` for client and server events, which name only
+    /// their request, and for faults and phases.
+    pub fn scope(&self) -> Option<&Scope> {
+        match self {
+            Event::Claimed { scope, .. }
+            | Event::ClaimFound { scope, .. }
+            | Event::TakenOver { scope, .. }
+            | Event::TakeoverRefused { scope, .. }
+            | Event::ExecutionStarted { scope, .. }
+            | Event::RecoveryPointWritten { scope, .. }
+            | Event::LocalEffectCommitted { scope, .. }
+            | Event::CompletionWritten { scope, .. }
+            | Event::Released { scope, .. }
+            | Event::WriteFenced { scope, .. }
+            | Event::RecordSwept { scope, .. }
+            | Event::DownstreamCalled { scope, .. }
+            | Event::DownstreamEffect { scope, .. }
+            | Event::MessagePublished { scope, .. }
+            | Event::MessageConsumed { scope, .. } => Some(scope),
+            _ => None,
+        }
+    }
+
     /// What an accepted completion commits, in order: the local effect row
     /// (if any), then the completion itself with its outbox messages.
     pub fn completion(by: Origin, scope: &Scope, attempt: Attempt, completion: &crate::Completion) -> Vec<Event> {

@@ -221,6 +221,8 @@ pub struct OutsideVerdict {
 /// The request an operation sends, and where it was first sent.
 struct OpView<'a> {
     request: &'a Request,
+    /// The body's `ref`, parsed once.
+    reference: Option<String>,
     first: usize,
     /// `(index, response)` of every answer, including ones the proxy dropped.
     answers: Vec<(usize, &'a StoredResponse)>,
@@ -253,8 +255,8 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
     let ops = op_views(seen);
     let mut by_ref: BTreeMap<String, OpId> = BTreeMap::new();
     for (op, v) in &ops {
-        if let Some(r) = reference_of(&v.request.body) {
-            by_ref.entry(r).or_insert(*op);
+        if let Some(r) = &v.reference {
+            by_ref.entry(r.clone()).or_insert(*op);
         }
     }
     let forwarded =
@@ -307,7 +309,12 @@ fn op_views(seen: &[Seen]) -> BTreeMap<OpId, OpView<'_>> {
     for (i, s) in seen.iter().enumerate() {
         match s {
             Seen::Sent { op, request, .. } => {
-                ops.entry(*op).or_insert(OpView { request, first: i, answers: Vec::new() });
+                ops.entry(*op).or_insert_with(|| OpView {
+                    request,
+                    reference: reference_of(&request.body),
+                    first: i,
+                    answers: Vec::new(),
+                });
             }
             Seen::Answered { op, response, .. } | Seen::Lost { op, proxy_saw: Some(response), .. } => {
                 if let Some(v) = ops.get_mut(op) {
@@ -399,8 +406,8 @@ fn liveness(
     let mut out = Vec::new();
     for (op, v) in ops {
         let endpoint = (v.request.method.clone(), v.request.path.clone());
-        if !obs.charging.contains(&endpoint) || charged.contains(by_ref_owner(by_ref, v.request).as_ref().unwrap_or(op))
-        {
+        let owner = v.reference.as_ref().and_then(|r| by_ref.get(r)).unwrap_or(op);
+        if !obs.charging.contains(&endpoint) || charged.contains(owner) {
             continue;
         }
         let Some((i, r)) = v.answers.iter().find(|(_, r)| success(r)) else { continue };
@@ -411,11 +418,6 @@ fn liveness(
         ));
     }
     out
-}
-
-/// The operation a request's reference was first sent by.
-fn by_ref_owner(by_ref: &BTreeMap<String, OpId>, r: &Request) -> Option<OpId> {
-    reference_of(&r.body).and_then(|x| by_ref.get(&x).copied())
 }
 
 fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
@@ -611,7 +613,7 @@ fn fencing(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<St
         let Some((&latest, grants)) = by_attempt.iter().next_back() else { continue };
         let superseded = ops
             .iter()
-            .filter(|(_, v)| reference_of(&v.request.body).as_deref() == Some(*reference))
+            .filter(|(_, v)| v.reference.as_deref() == Some(*reference))
             .flat_map(|(o, v)| v.answers.iter().map(move |(i, r)| (*o, v, *i, *r)))
             .filter(|(_, _, _, r)| success(r))
             .find_map(|(o, v, i, r)| {

@@ -95,22 +95,7 @@ fn scopes(history: &History) -> Vec<Option<Scope>> {
             | Event::TimedOut { req }
             | Event::RetryScheduled { req, .. } => of_req.get(req).cloned(),
             Event::GaveUp { op, .. } => of_op.get(op).cloned(),
-            Event::Claimed { scope, .. }
-            | Event::ClaimFound { scope, .. }
-            | Event::TakenOver { scope, .. }
-            | Event::TakeoverRefused { scope, .. }
-            | Event::ExecutionStarted { scope, .. }
-            | Event::RecoveryPointWritten { scope, .. }
-            | Event::LocalEffectCommitted { scope, .. }
-            | Event::CompletionWritten { scope, .. }
-            | Event::Released { scope, .. }
-            | Event::WriteFenced { scope, .. }
-            | Event::RecordSwept { scope, .. }
-            | Event::DownstreamCalled { scope, .. }
-            | Event::DownstreamEffect { scope, .. }
-            | Event::MessagePublished { scope, .. }
-            | Event::MessageConsumed { scope, .. } => Some(scope.clone()),
-            _ => None,
+            event => event.scope().cloned(),
         };
         out.push(scope);
     }

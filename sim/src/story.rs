@@ -170,26 +170,10 @@ fn lease_ran_out(history: &History, i: usize) -> Option<(SimTime, String)> {
 }
 
 fn key_of(event: &Event) -> Option<&IdempotencyKey> {
-    let scope = match event {
-        Event::Claimed { scope, .. }
-        | Event::ClaimFound { scope, .. }
-        | Event::TakenOver { scope, .. }
-        | Event::TakeoverRefused { scope, .. }
-        | Event::ExecutionStarted { scope, .. }
-        | Event::RecoveryPointWritten { scope, .. }
-        | Event::LocalEffectCommitted { scope, .. }
-        | Event::CompletionWritten { scope, .. }
-        | Event::Released { scope, .. }
-        | Event::WriteFenced { scope, .. }
-        | Event::RecordSwept { scope, .. }
-        | Event::DownstreamCalled { scope, .. }
-        | Event::DownstreamEffect { scope, .. }
-        | Event::MessagePublished { scope, .. }
-        | Event::MessageConsumed { scope, .. } => scope,
-        Event::RequestSent { request, .. } => return request.key.as_ref(),
-        _ => return None,
-    };
-    Some(&scope.key)
+    match event {
+        Event::RequestSent { request, .. } => request.key.as_ref(),
+        _ => event.scope().map(|s| &s.key),
+    }
 }
 
 fn op_of(event: &Event) -> Option<OpId> {
