@@ -41,6 +41,9 @@ pub struct Coverage {
     pub retry_budget_exhausted: u64,
     /// The consumer received a message it had already applied.
     pub message_redelivered: u64,
+    /// How the operations ended (not a "sometimes" counter).
+    #[serde(flatten)]
+    pub outcomes: crate::checker::Outcomes,
 }
 
 /// A replay at least this long after the completion counts as late.
@@ -85,6 +88,7 @@ impl Coverage {
         self.record_swept += other.record_swept;
         self.retry_budget_exhausted += other.retry_budget_exhausted;
         self.message_redelivered += other.message_redelivered;
+        self.outcomes.add(&other.outcomes);
     }
 
     /// The counters in `self` that are zero.
@@ -101,6 +105,7 @@ impl Coverage {
     pub fn measure(history: &History, index: &Index) -> Coverage {
         let mut tracker = Tracker {
             index,
+            window_ms: history.meta.expiry_window_ms,
             begun: BTreeSet::new(),
             calling: BTreeMap::new(),
             holder: BTreeMap::new(),
@@ -113,12 +118,16 @@ impl Coverage {
             tracker.observe(&mut c, entry);
         }
         c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
+        c.outcomes = crate::checker::Outcomes::of(history);
         c
     }
 }
 
 struct Tracker<'i, 'h> {
     index: &'i Index<'h>,
+    /// The documented expiry window: a replay after half of it (or an
+    /// hour) is late.
+    window_ms: u64,
     /// Executions that began (recovery point or downstream call), not finished.
     begun: BTreeSet<(&'h Scope, Attempt)>,
     /// Executions that called the dependency, by the calling node.
@@ -207,7 +216,8 @@ impl<'i, 'h> Tracker<'i, 'h> {
         let Event::ResponseSent { req, answer: Answer::Replayed, .. } = &entry.event else { return };
         let scope = self.index.request(*req).and_then(|(_, r)| r.scope());
         let completed = scope.and_then(|s| self.completed.get(&s).copied());
-        c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= LATE_MS));
+        let late_ms = LATE_MS.min(self.window_ms / 2);
+        c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= late_ms));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {

@@ -35,6 +35,14 @@ pub struct RunMeta {
     /// Sends received by servers per client operation, in percent, above
     /// which retries count as amplified (e.g. 600 = 6 sends per operation).
     pub amplification_max_percent: u32,
+    /// The least share of operations, in percent, that a run must
+    /// acknowledge with a success (property `progress`).
+    #[serde(default)]
+    pub progress_min_percent: u32,
+    /// The most two nodes' clocks may disagree, in ms: the expiry checker
+    /// allows it between the server that stamped a record and the sweeper.
+    #[serde(default)]
+    pub clock_skew_max_ms: u64,
 }
 
 impl Default for RunMeta {
@@ -45,6 +53,8 @@ impl Default for RunMeta {
             reconcile_bound_ms: 10_000,
             retry: RetryPolicy::default(),
             amplification_max_percent: 600,
+            progress_min_percent: 0,
+            clock_skew_max_ms: 0,
         }
     }
 }

@@ -107,6 +107,15 @@ pub struct Mix {
     pub invalid_then_fixed: u32,
     /// Another tenant using the same key string.
     pub tenant_collision: u32,
+    /// An earlier operation's key and body sent to another endpoint
+    /// (expects 422: the key must not replay the other endpoint's answer).
+    pub other_endpoint: u32,
+    /// An earlier operation sent again late inside the expiry window
+    /// (expects the stored response).
+    pub late_retry: u32,
+    /// An earlier operation sent again after its record's expiry window and
+    /// a sweep or two (a new operation as far as the server knows).
+    pub after_window: u32,
 }
 
 impl Default for Mix {
@@ -120,6 +129,9 @@ impl Default for Mix {
             missing_key: 1,
             invalid_then_fixed: 1,
             tenant_collision: 1,
+            other_endpoint: 0,
+            late_retry: 0,
+            after_window: 0,
         }
     }
 }
@@ -159,6 +171,10 @@ pub struct ProtocolSettings {
     pub retry: RetryPolicy,
     /// Sends per operation (percent) above which retries are amplified.
     pub amplification_max_percent: u32,
+    /// The least share of a run's operations, in percent, that must be
+    /// acknowledged with a success (property `progress`). The default is
+    /// met with room by the correct protocol in every catalogue scenario.
+    pub progress_min_percent: u32,
     /// The `Retry-After` hints servers give.
     pub retry_after: RetryAfter,
 }
@@ -184,6 +200,9 @@ impl Default for RetryAfter {
     }
 }
 
+/// The default of [`ProtocolSettings::progress_min_percent`].
+pub const PROGRESS_MIN_PERCENT: u32 = 5;
+
 impl Default for ProtocolSettings {
     fn default() -> ProtocolSettings {
         ProtocolSettings {
@@ -200,6 +219,7 @@ impl Default for ProtocolSettings {
             work_ms: [5, 50],
             retry: RetryPolicy::default(),
             amplification_max_percent: 600,
+            progress_min_percent: PROGRESS_MIN_PERCENT,
             retry_after: RetryAfter::default(),
         }
     }
@@ -379,6 +399,9 @@ impl SimConfig {
             reconcile_bound_ms: p.reconcile_bound_ms,
             retry: p.retry.clone(),
             amplification_max_percent: p.amplification_max_percent,
+            progress_min_percent: p.progress_min_percent,
+            // Set per seed from its fault profile (see `run`).
+            clock_skew_max_ms: 0,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::config::{ConfigError, Durability, FaultSettings, SimConfig};
 use crate::node::Node;
-use crate::plan::TimedFault;
+use crate::plan::{FaultAction, TimedFault};
 use crate::protocol::Protocol;
 use crate::rng::{child_seed, stream, Stream};
 use crate::swarm::FaultProfile;
@@ -119,7 +119,7 @@ impl Subject {
             (Some(own), _) => own.clone(),
             // The same steps without the per-step dispatch of `Steps`.
             (None, true) => Arc::new(crate::protocol::Correct),
-            (None, false) => Arc::new(config.steps),
+            (None, false) => config.steps.protocol(),
         }
     }
 
@@ -303,6 +303,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
             subject.store_name()
         ));
     }
+    let skew_ms = clock_skew_bound_ms(&config, &profile, &plan);
     let (abort_tx, abort_rx) = oneshot::channel();
     let op_clients = ops.iter().map(|o| (o.op, o.client)).collect();
     let world = World {
@@ -363,6 +364,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         (std::mem::take(&mut w.history), w.aborted.take())
     });
     outcome.history = history;
+    outcome.history.meta.clock_skew_max_ms = skew_ms;
     if let Err(panic) = ran {
         outcome.error = panicked(seed, &*panic).error;
         return outcome;
@@ -373,6 +375,22 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     }
     (outcome.violations, outcome.coverage) = judge(&outcome.history);
     outcome
+}
+
+/// The most two nodes' clocks can disagree in a run: each clock's offset
+/// and drift are bounded by the profile (or by the scheduled skews), in
+/// either direction.
+fn clock_skew_bound_ms(config: &SimConfig, profile: &FaultProfile, plan: &[TimedFault]) -> u64 {
+    let (mut offset_ms, mut drift_ppm) = (profile.skew_ms_max, u64::from(profile.drift_ppm_max));
+    for fault in plan {
+        if let FaultAction::Skew { offset_ms: o, drift_ppm: d, .. } = fault.action {
+            offset_ms = offset_ms.max(o.unsigned_abs());
+            drift_ppm = drift_ppm.max(u64::from(d.unsigned_abs()));
+        }
+    }
+    let run_ms = config.phases.fault_ms.saturating_add(config.phases.heal_ms);
+    let drift_ms = (u128::from(run_ms) * u128::from(drift_ppm) / 1_000_000) as u64;
+    2 * offset_ms.saturating_add(drift_ms)
 }
 
 /// An empty history with room for a typical run of `ops` operations (a

@@ -4,6 +4,7 @@
 //! in it, and the property it breaks.
 
 use crate::timeline::describe;
+use idemsim_model::checker::Index;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, SimTime, Violation};
 use std::collections::BTreeSet;
@@ -11,8 +12,15 @@ use std::fmt::Write as _;
 
 /// The entries of `history` that tell `violation`'s story, in order.
 pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
-    let keys: BTreeSet<&IdempotencyKey> =
-        violation.events.iter().filter_map(|&i| history.entries.get(i)).filter_map(|e| key_of(&e.event)).collect();
+    // Keys as the client sent them too, so a server that keyed the record
+    // otherwise (the key alone, the key and the body) still shows.
+    let index = Index::new(history);
+    let keys_of = |i: usize| {
+        let event = &history.entries[i].event;
+        key_of(event).into_iter().chain(index.client_scope(i).map(|s| &s.key))
+    };
+    let violating = violation.events.iter().copied().filter(|&i| i < history.entries.len());
+    let keys: BTreeSet<&IdempotencyKey> = violating.clone().flat_map(keys_of).collect();
     let ops: BTreeSet<OpId> = history
         .entries
         .iter()
@@ -22,12 +30,12 @@ pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
             }
             _ => None,
         })
-        .chain(violation.events.iter().filter_map(|&i| history.entries.get(i)).filter_map(|e| op_of(&e.event)))
+        .chain(violating.filter_map(|i| op_of(&history.entries[i].event)))
         .collect();
-    let about = |event: &Event| {
-        key_of(event).is_some_and(|k| keys.contains(k)) || op_of(event).is_some_and(|o| ops.contains(&o))
+    let about = |i: usize| {
+        keys_of(i).any(|k| keys.contains(k)) || op_of(&history.entries[i].event).is_some_and(|o| ops.contains(&o))
     };
-    let mut chosen: Vec<usize> = (0..history.entries.len()).filter(|&i| about(&history.entries[i].event)).collect();
+    let mut chosen: Vec<usize> = (0..history.entries.len()).filter(|&i| about(i)).collect();
     let nodes: BTreeSet<NodeId> = chosen.iter().map(|&i| history.entries[i].node).collect();
     let reqs: Vec<String> = chosen
         .iter()

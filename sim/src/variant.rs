@@ -63,6 +63,9 @@ step!(
         /// No lease: a claim holds forever, so a crashed holder's record is
         /// never taken over.
         None = "none",
+        /// A lease shorter than the handler's work and calls: executions
+        /// lose it midway, are taken over and fenced, again and again.
+        ShorterThanWork = "shorter-than-work",
     }
 );
 
@@ -73,6 +76,21 @@ step!(
         CallerAndKey = "caller-and-key",
         /// The key string alone.
         KeyOnly = "key-only",
+        /// `(caller, key, fingerprint)`: a reused key with another body
+        /// gets a record of its own and executes again.
+        KeyAndBody = "key-and-body",
+    }
+);
+
+step!(
+    /// Where a server reads a key's record from.
+    ReadStep {
+        /// The store, on every request (correct).
+        Store = "store",
+        /// A per-server cache of the records it has seen, filled from the
+        /// store's answers and never invalidated: another server's
+        /// completion or release is not seen.
+        ServerCache = "server-cache",
     }
 );
 
@@ -203,6 +221,8 @@ pub struct Steps {
     pub lease: LeaseStep,
     /// The record's key.
     pub scope: ScopeStep,
+    /// Where records are read from.
+    pub read: ReadStep,
     /// The fingerprint comparison.
     pub fingerprint: FingerprintStep,
     /// Validation errors.
@@ -233,6 +253,7 @@ impl Steps {
             ("claim", self.claim != c.claim, self.claim.name()),
             ("lease", self.lease != c.lease, self.lease.name()),
             ("scope", self.scope != c.scope, self.scope.name()),
+            ("read", self.read != c.read, self.read.name()),
             ("fingerprint", self.fingerprint != c.fingerprint, self.fingerprint.name()),
             ("validation", self.validation != c.validation, self.validation.name()),
             ("takeover", self.takeover != c.takeover, self.takeover.name()),
@@ -276,6 +297,12 @@ pub enum Variant {
     ValidationStored,
     /// [`ScopeStep::KeyOnly`].
     KeyNotScoped,
+    /// [`ScopeStep::KeyAndBody`].
+    KeyIncludesBody,
+    /// [`ReadStep::ServerCache`].
+    StaleCache,
+    /// [`LeaseStep::ShorterThanWork`].
+    LeaseShorterThanWork,
     /// [`DownstreamKeyStep::PerAttempt`].
     DownstreamKeyFromAttempt,
     /// [`LocalEffectStep::OwnTransaction`].
@@ -298,7 +325,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, correct first.
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 23] = [
         Variant::Correct,
         Variant::CheckThenInsert,
         Variant::LockAroundLookup,
@@ -310,6 +337,9 @@ impl Variant {
         Variant::FingerprintNotCompared,
         Variant::ValidationStored,
         Variant::KeyNotScoped,
+        Variant::KeyIncludesBody,
+        Variant::StaleCache,
+        Variant::LeaseShorterThanWork,
         Variant::DownstreamKeyFromAttempt,
         Variant::EffectOwnTransaction,
         Variant::PublishBeforeCommit,
@@ -335,6 +365,9 @@ impl Variant {
             Variant::FingerprintNotCompared => "fingerprint-not-compared",
             Variant::ValidationStored => "validation-stored",
             Variant::KeyNotScoped => "key-not-scoped",
+            Variant::KeyIncludesBody => "key-includes-body",
+            Variant::StaleCache => "stale-cache",
+            Variant::LeaseShorterThanWork => "lease-shorter-than-work",
             Variant::DownstreamKeyFromAttempt => "downstream-key-from-attempt",
             Variant::EffectOwnTransaction => "effect-own-transaction",
             Variant::PublishBeforeCommit => "publish-before-commit",
@@ -367,6 +400,9 @@ impl Variant {
             Variant::FingerprintNotCompared => Steps { fingerprint: FingerprintStep::Ignored, ..c },
             Variant::ValidationStored => Steps { validation: ValidationStep::Store, ..c },
             Variant::KeyNotScoped => Steps { scope: ScopeStep::KeyOnly, ..c },
+            Variant::KeyIncludesBody => Steps { scope: ScopeStep::KeyAndBody, ..c },
+            Variant::StaleCache => Steps { read: ReadStep::ServerCache, ..c },
+            Variant::LeaseShorterThanWork => Steps { lease: LeaseStep::ShorterThanWork, ..c },
             Variant::DownstreamKeyFromAttempt => Steps { downstream_key: DownstreamKeyStep::PerAttempt, ..c },
             Variant::EffectOwnTransaction => Steps { local_effect: LocalEffectStep::OwnTransaction, ..c },
             Variant::PublishBeforeCommit => Steps { publish: PublishStep::BeforeCommit, ..c },

@@ -39,6 +39,12 @@ pub enum OpKind {
     Fixed,
     /// An earlier operation's key string, for another caller.
     TenantCollision,
+    /// An earlier operation's key and body, to another endpoint.
+    OtherEndpoint,
+    /// An earlier operation again, late inside its expiry window.
+    LateRetry,
+    /// An earlier operation again, after its expiry window.
+    AfterWindow,
 }
 
 const PATHS: [&str; 3] = ["/orders", "/charges", "/checkout"];
@@ -67,6 +73,9 @@ fn pick_kind(mix: &Mix, rng: &mut SimRng) -> (OpKind, usize) {
         (mix.missing_key, OpKind::MissingKey, 0),
         (mix.invalid_then_fixed, OpKind::Invalid, 0),
         (mix.tenant_collision, OpKind::TenantCollision, 0),
+        (mix.other_endpoint, OpKind::OtherEndpoint, 0),
+        (mix.late_retry, OpKind::LateRetry, 0),
+        (mix.after_window, OpKind::AfterWindow, 0),
     ];
     let total: u32 = weighted.iter().map(|w| w.0).sum();
     let mut pick = rng.gen_range(0..total);
@@ -116,6 +125,25 @@ impl Gen<'_> {
                 self.push(client, start_ms, OpKind::Invalid, invalid);
                 let later = start_ms + between(self.rng, 500, 3_000);
                 self.push(client, later, OpKind::Fixed, valid);
+            }
+            (OpKind::OtherEndpoint, Some(b)) => {
+                let base = self.ops[b].clone();
+                let at = PATHS.iter().position(|p| *p == base.request.path).unwrap_or(0);
+                let path = PATHS[(at + self.rng.gen_range(1..PATHS.len())) % PATHS.len()].to_string();
+                let start = base.start_ms + between(self.rng, 0, 2_000);
+                self.push(base.client, start, OpKind::OtherEndpoint, Request { path, ..base.request });
+            }
+            (OpKind::LateRetry, Some(b)) => {
+                let base = self.ops[b].clone();
+                let window = self.config.protocol.expiry_window_ms;
+                let start = base.start_ms + between(self.rng, window * 6 / 10, window * 85 / 100);
+                self.push(base.client, start, OpKind::LateRetry, base.request);
+            }
+            (OpKind::AfterWindow, Some(b)) => {
+                let base = self.ops[b].clone();
+                let (window, sweep) = (self.config.protocol.expiry_window_ms, self.config.protocol.sweep_interval_ms);
+                let start = base.start_ms + window + between(self.rng, 2 * sweep, 4 * sweep);
+                self.push(base.client, start, OpKind::AfterWindow, base.request);
             }
             (OpKind::TenantCollision, Some(b)) => {
                 let base = self.ops[b].clone();

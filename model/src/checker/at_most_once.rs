@@ -5,7 +5,7 @@
 //! A legitimate sweep starts a new record lifetime; early sweeps are the
 //! expiry checker's business.
 
-use super::{Property, Violation};
+use super::{Index, Property, Violation};
 use crate::history::{Event, History};
 use crate::ids::Scope;
 use std::collections::BTreeMap;
@@ -16,13 +16,17 @@ struct Seen {
     downstream: Option<usize>,
 }
 
-pub(super) fn check(history: &History) -> Vec<Violation> {
-    let mut seen: BTreeMap<&Scope, Seen> = BTreeMap::new();
+/// Effects are counted per scope as the client sent it (see [`Index`]), so
+/// a record keyed by more than `(caller, key)` cannot split one key's
+/// effects over several records.
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut seen: BTreeMap<Scope, Seen> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::LocalEffectCommitted { scope, attempt, effect_id, .. } => {
-                let slot = &mut seen.entry(scope).or_default().local;
+                let scope = index.client_scope_or(i, scope);
+                let slot = &mut seen.entry(scope.clone()).or_default().local;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,
@@ -33,7 +37,8 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                 }
             }
             Event::DownstreamEffect { scope, downstream_key } => {
-                let slot = &mut seen.entry(scope).or_default().downstream;
+                let scope = index.client_scope_or(i, scope);
+                let slot = &mut seen.entry(scope.clone()).or_default().downstream;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,
@@ -47,7 +52,7 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                 }
             }
             Event::RecordSwept { scope, .. } => {
-                seen.remove(scope);
+                seen.remove(index.client_scope_or(i, scope));
             }
             _ => {}
         }
@@ -80,7 +85,7 @@ mod tests {
         let mut s = Story::new();
         local(&mut s, 1, "o1");
         downstream(&mut s, "dk");
-        assert!(check(&s.history).is_empty());
+        assert!(check(&s.history, &Index::new(&s.history)).is_empty());
     }
 
     #[test]
@@ -88,7 +93,7 @@ mod tests {
         let mut s = Story::new();
         let first = local(&mut s, 1, "o1");
         let second = local(&mut s, 2, "o2");
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].events, vec![first, second]);
         assert!(v[0].explanation.contains("second local effect"), "{}", v[0]);
@@ -99,7 +104,7 @@ mod tests {
         let mut s = Story::new();
         downstream(&mut s, "dk-a1");
         downstream(&mut s, "dk-a2");
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 1);
         assert!(v[0].explanation.contains("dk-a2"));
     }
@@ -113,7 +118,7 @@ mod tests {
             Event::RecordSwept { scope: scope(), created_at: SimTime(0), completed: true, as_of: None },
         );
         local(&mut s, 1, "o2");
-        assert!(check(&s.history).is_empty());
+        assert!(check(&s.history, &Index::new(&s.history)).is_empty());
     }
 
     #[test]
@@ -125,6 +130,6 @@ mod tests {
             NodeId::Db,
             Event::LocalEffectCommitted { by: by(2, 1), scope: other, attempt: Attempt(1), effect_id: "x".into() },
         );
-        assert!(check(&s.history).is_empty());
+        assert!(check(&s.history, &Index::new(&s.history)).is_empty());
     }
 }

@@ -16,7 +16,9 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
         match &entry.event {
             Event::Claimed { scope, .. } => {
                 if let Some(&(at, created, true)) = lifetimes.get(scope) {
-                    if entry.at < created.plus_ms(window) {
+                    // The sweeper judges age by its own clock against the
+                    // claimer's: they may disagree by the skew bound.
+                    if entry.at.plus_ms(history.meta.clock_skew_max_ms) < created.plus_ms(window) {
                         out.push(Violation::new(
                             Property::Expiry,
                             vec![at, i],

@@ -23,7 +23,10 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::Claimed { scope, attempt, .. } => {
+                // A new record: a new lifetime, whose attempts count afresh
+                // (a holder of the released one may still start late).
                 granted.insert(scope, (*attempt, i));
+                started.retain(|(s, _), _| *s != scope);
             }
             Event::TakenOver { scope, attempt, .. } => {
                 if let Some(&(max, at)) = granted.get(scope) {
@@ -196,5 +199,24 @@ mod tests {
         s.claimed(by(2, 1), &scope(), "g");
         s.completed(by(2, 1), &scope(), 1, ok("x"));
         assert!(check(&s.history).is_empty());
+    }
+
+    /// A holder of a released record that starts late, then a new record
+    /// for the key (a retry after the window): two lifetimes, two attempt
+    /// #1s, no shared token.
+    #[test]
+    fn a_new_record_counts_attempts_afresh() {
+        let start = |s: &mut Story, op| {
+            let e = Event::ExecutionStarted { by: by(op, 1), scope: scope(), attempt: crate::Attempt(1) };
+            s.at(crate::NodeId::Server(0), e)
+        };
+        let mut s = Story::new();
+        s.claimed(by(1, 1), &scope(), "f");
+        s.taken_over(Origin::Reconciler, &scope(), 2);
+        s.at(crate::NodeId::Db, Event::Released { by: Origin::Reconciler, scope: scope(), attempt: crate::Attempt(2) });
+        start(&mut s, 1);
+        s.claimed(by(2, 1), &scope(), "f");
+        start(&mut s, 2);
+        assert!(check(&s.history).is_empty(), "{:?}", check(&s.history));
     }
 }

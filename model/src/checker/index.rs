@@ -1,7 +1,14 @@
 //! Look-ups the checkers share, built once per history.
+//!
+//! The checkers judge by the client's view: a store or effect event is
+//! attributed to the scope `(caller, key)` of the request the client sent,
+//! never to the record key the server computed. A server that keys records
+//! wrongly (the key alone, the key and the body) then breaks the property
+//! it really breaks (isolation, at-most-once) instead of hiding its effects
+//! under a record key no client asked for.
 
 use crate::history::{Event, History, Origin};
-use crate::ids::{CallerId, OpId, RequestId};
+use crate::ids::{CallerId, DownstreamKey, OpId, RequestId, Scope};
 use crate::request::Request;
 use std::collections::BTreeMap;
 
@@ -11,7 +18,14 @@ use std::collections::BTreeMap;
 pub struct Index<'h> {
     sent: BTreeMap<RequestId, (usize, &'h Request)>,
     first_send: BTreeMap<OpId, usize>,
+    /// The client scopes, numbered.
+    scopes: Vec<Scope>,
+    /// The client scope of each entry that concerns a record (`NONE` for
+    /// the others).
+    attributed: Vec<u32>,
 }
+
+const NONE: u32 = u32::MAX;
 
 impl<'h> Index<'h> {
     /// Indexes a history.
@@ -23,6 +37,7 @@ impl<'h> Index<'h> {
                 index.first_send.entry(req.op).or_insert(i);
             }
         }
+        index.attribute(history);
         index
     }
 
@@ -39,5 +54,127 @@ impl<'h> Index<'h> {
     /// The caller on whose behalf `origin` acted, when it was a request.
     pub fn caller_of(&self, origin: Origin) -> Option<&'h CallerId> {
         self.request(origin.request()?).map(|(_, r)| &r.caller)
+    }
+
+    /// The client's scope `(caller, key)` that entry `i` (an event naming a
+    /// record) acted for: the scope of the request behind it, or for the
+    /// background jobs and the dependency, of the request whose claim or
+    /// takeover last held the record. `None` for events that name no
+    /// record.
+    pub fn client_scope(&self, i: usize) -> Option<&Scope> {
+        let id = *self.attributed.get(i)?;
+        (id != NONE).then(|| &self.scopes[id as usize])
+    }
+
+    /// [`Index::client_scope`], or the record's own scope when the entry
+    /// was not attributed (a history without requests, as in unit tests).
+    pub fn client_scope_or<'a>(&'a self, i: usize, record: &'a Scope) -> &'a Scope {
+        self.client_scope(i).unwrap_or(record)
+    }
+
+    fn attribute(&mut self, history: &'h History) {
+        let mut ids: BTreeMap<Scope, u32> = BTreeMap::new();
+        let mut holder: BTreeMap<&'h Scope, u32> = BTreeMap::new();
+        let mut called: BTreeMap<&'h DownstreamKey, u32> = BTreeMap::new();
+        self.attributed = vec![NONE; history.entries.len()];
+        for (i, entry) in history.entries.iter().enumerate() {
+            let Some(record) = entry.event.scope() else { continue };
+            let by_request = origin_of(&entry.event)
+                .and_then(Origin::request)
+                .and_then(|req| self.request(req))
+                .and_then(|(_, request)| request.scope())
+                .map(|scope| self.id(&mut ids, scope));
+            let id = match &entry.event {
+                Event::DownstreamEffect { downstream_key, .. } => called.get(downstream_key).copied(),
+                _ => by_request,
+            }
+            .or_else(|| holder.get(record).copied())
+            .unwrap_or_else(|| self.id(&mut ids, record.clone()));
+            match &entry.event {
+                Event::Claimed { .. } | Event::TakenOver { .. } if by_request.is_some() => {
+                    holder.insert(record, id);
+                }
+                Event::DownstreamCalled { downstream_key, .. } => {
+                    called.insert(downstream_key, id);
+                }
+                _ => {}
+            }
+            self.attributed[i] = id;
+        }
+    }
+
+    fn id(&mut self, ids: &mut BTreeMap<Scope, u32>, scope: Scope) -> u32 {
+        *ids.entry(scope).or_insert_with_key(|scope| {
+            self.scopes.push(scope.clone());
+            (self.scopes.len() - 1) as u32
+        })
+    }
+}
+
+/// Who acted, for the events that say.
+pub(super) fn origin_of(event: &Event) -> Option<Origin> {
+    match event {
+        Event::Claimed { by, .. }
+        | Event::ClaimFound { by, .. }
+        | Event::TakenOver { by, .. }
+        | Event::TakeoverRefused { by, .. }
+        | Event::ExecutionStarted { by, .. }
+        | Event::RecoveryPointWritten { by, .. }
+        | Event::LocalEffectCommitted { by, .. }
+        | Event::CompletionWritten { by, .. }
+        | Event::Released { by, .. }
+        | Event::WriteFenced { by, .. }
+        | Event::DownstreamCalled { by, .. } => Some(*by),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::ids::{Attempt, DownstreamKey, NodeId, SimTime};
+
+    /// A server that keys records by the key alone: the events it records
+    /// under `*/k` are attributed to the callers that sent them.
+    #[test]
+    fn record_events_are_attributed_to_the_client_scope() {
+        let mut s = Story::new();
+        let shared = Scope::new("*", "k");
+        s.send(0, req(1, 1), request("acme", Some("k"), "/charges", "{}"));
+        s.send(1, req(2, 1), request("globex", Some("k"), "/charges", "{}"));
+        let claimed = s.at(
+            NodeId::Db,
+            Event::Claimed {
+                by: by(1, 1),
+                scope: shared.clone(),
+                fingerprint: crate::Fingerprint("f".into()),
+                attempt: Attempt(1),
+                locked_until: SimTime(1_000),
+            },
+        );
+        let called = s.at(
+            NodeId::Downstream,
+            Event::DownstreamCalled {
+                by: by(1, 1),
+                from: NodeId::Server(0),
+                scope: shared.clone(),
+                attempt: Attempt(1),
+                downstream_key: DownstreamKey("dk".into()),
+            },
+        );
+        let effect = s.at(
+            NodeId::Downstream,
+            Event::DownstreamEffect { scope: shared.clone(), downstream_key: DownstreamKey("dk".into()) },
+        );
+        let completed = s.completed(Origin::Reconciler, &shared, 1, ok("x"));
+        let replayed = s.completed(by(2, 1), &shared, 1, ok("x"));
+        let index = Index::new(&s.history);
+        let acme = Scope::new("acme", "k");
+        for i in [claimed, called, effect, completed] {
+            assert_eq!(index.client_scope(i), Some(&acme), "#{i}");
+        }
+        assert_eq!(index.client_scope(replayed), Some(&Scope::new("globex", "k")));
+        assert_eq!(index.client_scope(0), None, "a send names no record");
     }
 }

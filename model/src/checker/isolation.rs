@@ -6,11 +6,49 @@
 
 use super::{Index, Property, Violation};
 use crate::history::{Answer, Event, History};
-use crate::ids::CallerId;
+use crate::ids::{CallerId, DownstreamKey};
 use crate::request::StoredResponse;
 use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut out = leaked_responses(history, index);
+    out.extend(shared_effects(history, index));
+    out.sort_by_key(|v| v.events.last().copied());
+    out
+}
+
+/// A dependency call made for caller B that collapsed onto the effect the
+/// dependency already performed for caller A (the downstream key was not
+/// scoped by caller): B was told it was charged, with A's charge.
+fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
+    let mut effect_of: BTreeMap<&DownstreamKey, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::DownstreamEffect { downstream_key, .. } => {
+                effect_of.entry(downstream_key).or_insert(i);
+            }
+            Event::DownstreamCalled { downstream_key, .. } => {
+                let Some(&effect) = effect_of.get(downstream_key) else { continue };
+                let (Some(me), Some(owner)) = (index.client_scope(i), index.client_scope(effect)) else { continue };
+                if me.caller != owner.caller {
+                    out.push(Violation::new(
+                        Property::Isolation,
+                        vec![effect, i],
+                        format!(
+                            "a dependency call for {me} used the downstream key {} of {owner}'s effect at #{effect}: it collapsed onto the other caller's charge",
+                            downstream_key.0
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn leaked_responses(history: &History, index: &Index) -> Vec<Violation> {
     let mut stored: BTreeMap<&StoredResponse, BTreeMap<&CallerId, usize>> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {

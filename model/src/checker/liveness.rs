@@ -5,13 +5,13 @@
 use super::{Index, Property, Violation};
 use crate::history::{Answer, Event, History};
 use crate::ids::{Scope, SimTime};
-use crate::request::Effects;
+use crate::request::{Effects, StoredResponse};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
     out.extend(stuck_in_progress(history));
-    out.extend(stored_errors(history));
+    out.extend(stored_errors(history, index));
     out
 }
 
@@ -25,19 +25,22 @@ fn transient(status: u16) -> bool {
 /// replays it), and a stored error means no effect was performed (the
 /// caller is told it failed while it was charged). Properties 2 and 7
 /// of PROTOCOL.md together.
-fn stored_errors(history: &History) -> Vec<Violation> {
-    // Effects per scope and record lifetime (a sweep starts a new one).
+fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
+    // Effects per client scope and record lifetime (a sweep starts a new one).
     let mut lifetime: BTreeMap<&Scope, u32> = BTreeMap::new();
     let mut effects: BTreeMap<(&Scope, u32), usize> = BTreeMap::new();
     let mut stored: Vec<(usize, &Scope, u32, u16)> = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        let client = |scope| index.client_scope_or(i, scope);
         match &entry.event {
-            Event::RecordSwept { scope, .. } => *lifetime.entry(scope).or_default() += 1,
+            Event::RecordSwept { scope, .. } => *lifetime.entry(client(scope)).or_default() += 1,
             Event::LocalEffectCommitted { scope, .. } | Event::DownstreamEffect { scope, .. } => {
+                let scope = client(scope);
                 let life = lifetime.get(scope).copied().unwrap_or(0);
                 effects.entry((scope, life)).or_insert(i);
             }
             Event::CompletionWritten { scope, response, .. } if response.status >= 400 => {
+                let scope = client(scope);
                 stored.push((i, scope, lifetime.get(scope).copied().unwrap_or(0), response.status));
             }
             _ => {}
@@ -64,15 +67,28 @@ fn stored_errors(history: &History) -> Vec<Violation> {
 }
 
 fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violation> {
+    // Effects by the scope the client sent (see `Index`).
     let mut local: BTreeSet<&Scope> = BTreeSet::new();
     let mut external: BTreeSet<&Scope> = BTreeSet::new();
-    for entry in &history.entries {
+    // Which scopes stored each response: a success stored only for
+    // another caller's key is a leak (isolation), not a lost effect.
+    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<&Scope>> = BTreeMap::new();
+    let mut collapsed: BTreeSet<&Scope> = BTreeSet::new();
+    for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::LocalEffectCommitted { scope, .. } => {
-                local.insert(scope);
+                local.insert(index.client_scope_or(i, scope));
+            }
+            Event::CompletionWritten { scope, response, .. } => {
+                stored_for.entry(response).or_default().insert(index.client_scope_or(i, scope));
             }
             Event::DownstreamEffect { scope, .. } => {
-                external.insert(scope);
+                external.insert(index.client_scope_or(i, scope));
+            }
+            // A call that collapsed onto another caller's effect: isolation
+            // reports it, so it does not count as a lost effect here.
+            Event::DownstreamCalled { scope, .. } => {
+                collapsed.insert(index.client_scope_or(i, scope));
             }
             _ => {}
         }
@@ -92,8 +108,12 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         let Some(scope) = request.scope() else {
             continue;
         };
+        if stored_for.get(response).is_some_and(|owners| !owners.contains(&scope)) {
+            continue;
+        }
         let effects = Effects::of_path(&request.path);
-        let missing = match (effects.local && !local.contains(&scope), effects.external && !external.contains(&scope)) {
+        let external_lost = !external.contains(&scope) && !collapsed.contains(&scope);
+        let missing = match (effects.local && !local.contains(&scope), effects.external && external_lost) {
             (true, true) => "its local and downstream effects",
             (true, false) => "its local effect",
             (false, true) => "its downstream effect",

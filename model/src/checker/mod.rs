@@ -2,6 +2,7 @@
 //! to the violations it finds. A violation names the events involved and
 //! says in one line what went wrong.
 
+mod answers;
 mod at_most_once;
 mod expiry;
 mod fencing;
@@ -9,11 +10,13 @@ mod index;
 mod isolation;
 mod liveness;
 mod outbox;
+mod progress;
 mod replay;
 mod retry;
 mod status;
 
 pub use index::Index;
+pub use progress::Outcomes;
 
 use crate::history::History;
 use serde::{Deserialize, Serialize};
@@ -41,11 +44,14 @@ pub enum Property {
     Expiry,
     /// 9. Outbox messages published after commit, applied exactly once.
     Outbox,
+    /// Not in PROTOCOL.md's list, implied by its purpose: enough operations
+    /// are acknowledged (a fenced protocol that never finishes is useless).
+    Progress,
 }
 
 impl Property {
     /// Every property, in PROTOCOL.md order.
-    pub const ALL: [Property; 9] = [
+    pub const ALL: [Property; 10] = [
         Property::AtMostOnce,
         Property::Liveness,
         Property::Fencing,
@@ -55,6 +61,7 @@ impl Property {
         Property::RetryDiscipline,
         Property::Expiry,
         Property::Outbox,
+        Property::Progress,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -69,6 +76,7 @@ impl Property {
             Property::RetryDiscipline => "retry-discipline",
             Property::Expiry => "expiry",
             Property::Outbox => "outbox",
+            Property::Progress => "progress",
         }
     }
 
@@ -80,15 +88,20 @@ impl Property {
     /// Runs this property's checker.
     pub fn check(self, history: &History, index: &Index) -> Vec<Violation> {
         match self {
-            Property::AtMostOnce => at_most_once::check(history),
+            Property::AtMostOnce => at_most_once::check(history, index),
             Property::Liveness => liveness::check(history, index),
             Property::Fencing => fencing::check(history),
             Property::ReplayFidelity => replay::check(history, index),
-            Property::StatusRules => status::check(history, index),
+            Property::StatusRules => {
+                let mut out = status::check(history, index);
+                out.extend(answers::check(history, index));
+                out
+            }
             Property::Isolation => isolation::check(history, index),
             Property::RetryDiscipline => retry::check(history),
             Property::Expiry => expiry::check(history),
             Property::Outbox => outbox::check(history),
+            Property::Progress => progress::check(history),
         }
     }
 }

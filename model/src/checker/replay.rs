@@ -1,16 +1,22 @@
 //! Property 4: every response given for a completed key equals the stored
 //! one, byte for byte, and a completed record never changes.
 
+use super::index::origin_of;
 use super::{Index, Property, Violation};
-use crate::history::{Answer, Event, History};
+use crate::history::{Answer, Event, History, Origin};
 use crate::ids::Scope;
 use crate::request::StoredResponse;
 use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut stored: BTreeMap<&Scope, (&StoredResponse, usize)> = BTreeMap::new();
+    // The record each request copy last touched: its answer came from it.
+    let mut touched: BTreeMap<Origin, &Scope> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        if let (Some(scope), Some(by @ Origin::Request { .. })) = (entry.event.scope(), origin_of(&entry.event)) {
+            touched.insert(by, scope);
+        }
         match &entry.event {
             Event::CompletionWritten { scope, response, attempt, .. } => {
                 if let Some((_, first)) = stored.get(scope) {
@@ -25,11 +31,13 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
             Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
                 stored.remove(scope);
             }
-            Event::ResponseSent { req, answer: Answer::Executed | Answer::Replayed, response, .. } => {
-                let Some(scope) = index.request(*req).and_then(|(_, r)| r.scope()) else {
-                    continue;
-                };
-                let Some((want, at)) = stored.get(&scope) else {
+            Event::ResponseSent { req, copy, answer: Answer::Executed | Answer::Replayed, response, .. } => {
+                let by = Origin::Request { req: *req, copy: *copy };
+                let scope = touched.get(&by).copied().or_else(|| {
+                    let client = index.request(*req).and_then(|(_, r)| r.scope())?;
+                    stored.get_key_value(&client).map(|(s, _)| *s)
+                });
+                let Some((scope, (want, at))) = scope.and_then(|s| Some((s, stored.get(s)?))) else {
                     continue;
                 };
                 if response != *want {

@@ -3,6 +3,7 @@
 //! files and `explain` use) mapped onto the trait: each of its fields picks
 //! the correct method or one of these.
 
+mod cache;
 mod claim;
 mod commit;
 mod fencing;
@@ -10,10 +11,14 @@ mod record;
 mod retry;
 mod sweep;
 
+pub use cache::StaleCache;
 pub use claim::{CheckThenInsert, LockAroundLookup, PerProcessLock};
 pub use commit::{EffectOwnTransaction, PublishBeforeCommit, TransientErrorStored};
 pub use fencing::{DownstreamKeyFromAttempt, TakeoverWithoutBump, UnfencedCompletion};
-pub use record::{FingerprintNotCompared, KeyNotScoped, NoLease, ValidationStored, ENDLESS_LEASE_MS};
+pub use record::{
+    FingerprintNotCompared, KeyIncludesBody, KeyNotScoped, LeaseShorterThanWork, NoLease, ValidationStored,
+    ENDLESS_LEASE_MS,
+};
 pub use retry::{NewKeyPerRetry, NoJitter, RetryOn4xx, ThreeLayerRetries};
 pub use sweep::{SweepDeletesUnfinished, SweepWindowShort, SHORT_WINDOW_MS};
 
@@ -37,6 +42,7 @@ impl Protocol for Steps {
         match self.scope {
             ScopeStep::CallerAndKey => Correct.scope(request),
             ScopeStep::KeyOnly => KeyNotScoped.scope(request),
+            ScopeStep::KeyAndBody => KeyIncludesBody.scope(request),
         }
     }
 
@@ -44,6 +50,7 @@ impl Protocol for Steps {
         match self.lease {
             LeaseStep::Leased => Correct.lease_ms(configured_ms),
             LeaseStep::None => NoLease.lease_ms(configured_ms),
+            LeaseStep::ShorterThanWork => LeaseShorterThanWork.lease_ms(configured_ms),
         }
     }
 
@@ -55,11 +62,15 @@ impl Protocol for Steps {
         now: SimTime,
         lease_ms: u64,
     ) -> Result<Claimed, Reply> {
-        match self.claim {
+        let claimed = match self.claim {
             ClaimStep::Atomic => Correct.claim(env, s, fp, now, lease_ms).await,
             ClaimStep::CheckThenInsert => CheckThenInsert.claim(env, s, fp, now, lease_ms).await,
             ClaimStep::LockAroundLookup => LockAroundLookup.claim(env, s, fp, now, lease_ms).await,
             ClaimStep::PerProcessLock => PerProcessLock.claim(env, s, fp, now, lease_ms).await,
+        }?;
+        match self.lease {
+            LeaseStep::ShorterThanWork => record::give_back_if_lease_ran_out(env, s, claimed, now, lease_ms).await,
+            LeaseStep::Leased | LeaseStep::None => Ok(claimed),
         }
     }
 
@@ -89,10 +100,16 @@ impl Protocol for Steps {
         now: SimTime,
         lease_ms: u64,
     ) -> Option<Takeover> {
-        match self.takeover {
+        let taken = match self.takeover {
             TakeoverStep::BumpAttempt => Correct.take_over(env, s, expected, now, lease_ms).await,
             TakeoverStep::KeepAttempt => TakeoverWithoutBump.take_over(env, s, expected, now, lease_ms).await,
-        }
+        }?;
+        Some(match self.lease {
+            LeaseStep::ShorterThanWork => {
+                record::give_back_takeover_if_lease_ran_out(env, s, taken, now, lease_ms).await
+            }
+            LeaseStep::Leased | LeaseStep::None => taken,
+        })
     }
 
     fn downstream_key(
@@ -175,6 +192,18 @@ impl Protocol for Steps {
     }
 }
 
+impl Steps {
+    /// The steps as the protocol of one run. A server-cache read keeps
+    /// state (each server's memory), so it wraps the steps in a
+    /// [`StaleCache`] made for the run; the steps alone ignore `read`.
+    pub fn protocol(self) -> std::sync::Arc<dyn Protocol> {
+        match self.read {
+            ReadStep::Store => std::sync::Arc::new(self),
+            ReadStep::ServerCache => std::sync::Arc::new(StaleCache::new(self)),
+        }
+    }
+}
+
 impl Variant {
     /// The variant as a protocol: the correct one, or the small
     /// implementation that overrides its one broken step.
@@ -192,6 +221,9 @@ impl Variant {
             Variant::FingerprintNotCompared => Arc::new(FingerprintNotCompared),
             Variant::ValidationStored => Arc::new(ValidationStored),
             Variant::KeyNotScoped => Arc::new(KeyNotScoped),
+            Variant::KeyIncludesBody => Arc::new(KeyIncludesBody),
+            Variant::StaleCache => Arc::new(StaleCache::new(Correct)),
+            Variant::LeaseShorterThanWork => Arc::new(LeaseShorterThanWork),
             Variant::DownstreamKeyFromAttempt => Arc::new(DownstreamKeyFromAttempt),
             Variant::EffectOwnTransaction => Arc::new(EffectOwnTransaction),
             Variant::PublishBeforeCommit => Arc::new(PublishBeforeCommit),

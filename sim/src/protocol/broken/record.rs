@@ -1,9 +1,11 @@
 //! Broken record keeping (sections 2 and 3): the lease, the key, the
 //! fingerprint comparison and validation errors.
 
-use crate::protocol::{Env, Protocol, Reply, StoreOp};
+use crate::protocol::{Claimed, Correct, Env, Protocol, Reply, StoreOp};
 use async_trait::async_trait;
-use idemsim_model::{Attempt, CallerId, Completion, Fingerprint, Record, Request, Scope};
+use idemsim_model::{
+    Attempt, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, Record, Request, Scope, SimTime, Takeover,
+};
 
 /// `lease: none`: a claim holds forever (a century), so a crashed holder's
 /// record is never taken over.
@@ -63,5 +65,99 @@ impl Protocol for ValidationStored {
     async fn reject_invalid(&self, env: &dyn Env, scope: &Scope, attempt: Attempt, reply: &Reply) {
         let completion = Completion { response: reply.response.clone(), local_effect: None, outbox: vec![] };
         let _ = env.store(StoreOp::Complete { scope: scope.clone(), attempt, completion }).await;
+    }
+}
+
+/// `lease: shorter-than-work`: a lease of a thousandth of the configured
+/// one (1 ms by default), shorter than the work and even than a round trip
+/// to the store, with a handler that checks its lease by its own clock
+/// before it starts and, finding it ran out, gives the key back (a fenced
+/// release, before any effect) and answers 409. Nearly no execution ever
+/// starts: fencing, at-most-once and liveness all hold, and almost nothing
+/// is acknowledged.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeaseShorterThanWork;
+
+#[async_trait]
+impl Protocol for LeaseShorterThanWork {
+    fn name(&self) -> String {
+        "lease-shorter-than-work".into()
+    }
+    fn lease_ms(&self, configured_ms: u64) -> u64 {
+        (configured_ms / 1_000).max(1)
+    }
+    async fn claim(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        fp: &Fingerprint,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Claimed, Reply> {
+        let claimed = Correct.claim(env, scope, fp, now, lease_ms).await?;
+        give_back_if_lease_ran_out(env, scope, claimed, now, lease_ms).await
+    }
+    async fn take_over(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Option<Takeover> {
+        let granted = Correct.take_over(env, scope, expected, now, lease_ms).await?;
+        Some(give_back_takeover_if_lease_ran_out(env, scope, granted, now, lease_ms).await)
+    }
+}
+
+/// [`give_back_if_lease_ran_out`] for a takeover: a granted one whose lease
+/// already ran out is released and refused.
+pub(crate) async fn give_back_takeover_if_lease_ran_out(
+    env: &dyn Env,
+    scope: &Scope,
+    takeover: Takeover,
+    asked_at: SimTime,
+    lease_ms: u64,
+) -> Takeover {
+    let Takeover::Granted(attempt) = takeover else { return takeover };
+    if env.now() < asked_at.plus_ms(lease_ms) {
+        return takeover;
+    }
+    let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
+    Takeover::Refused(None)
+}
+
+/// The check of [`LeaseShorterThanWork`]: an owned claim whose lease ran
+/// out by the server's clock is released, and the request answered 409.
+pub(crate) async fn give_back_if_lease_ran_out(
+    env: &dyn Env,
+    scope: &Scope,
+    claimed: Claimed,
+    asked_at: SimTime,
+    lease_ms: u64,
+) -> Result<Claimed, Reply> {
+    let Claim::Owned(attempt) = claimed.claim else { return Ok(claimed) };
+    if env.now() < asked_at.plus_ms(lease_ms) {
+        return Ok(claimed);
+    }
+    let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
+    Err(Reply::lease_lost(env.settings()))
+}
+
+/// `scope: key-and-body`: the record is keyed by the caller, the key and
+/// the request's fingerprint, so a reused key with another body finds no
+/// record and executes again (instead of 422).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyIncludesBody;
+
+impl Protocol for KeyIncludesBody {
+    fn name(&self) -> String {
+        "key-includes-body".into()
+    }
+    fn scope(&self, request: &Request) -> Option<Scope> {
+        let scope = request.scope()?;
+        let fingerprint = request.fingerprint();
+        let short = &fingerprint.0[..fingerprint.0.len().min(8)];
+        Some(Scope { key: IdempotencyKey(format!("{}#{short}", scope.key.0)), ..scope })
     }
 }

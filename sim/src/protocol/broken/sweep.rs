@@ -7,8 +7,9 @@ use idemsim_model::SimTime;
 /// The window of [`SweepWindowShort`]: an hour.
 pub const SHORT_WINDOW_MS: u64 = 3_600_000;
 
-/// `sweep: short-window`: completed records are deleted after an hour,
-/// while clients still retry, so a late retry executes again.
+/// `sweep: short-window`: completed records are deleted after an hour (or
+/// a 24th of the documented window, if that is shorter), while clients
+/// still retry, so a late retry executes again.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SweepWindowShort;
 
@@ -18,7 +19,7 @@ impl Protocol for SweepWindowShort {
         "sweep-window-short".into()
     }
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
-        Correct.sweep(env, now, window_ms.min(SHORT_WINDOW_MS)).await;
+        Correct.sweep(env, now, window_ms.min(SHORT_WINDOW_MS).min(window_ms / 24)).await;
     }
 }
 

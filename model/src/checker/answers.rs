@@ -1,0 +1,332 @@
+//! Property 5, judged by what the client saw: every 409, 422 and success a
+//! client received must be what the replay table gives for some state of
+//! its key's record while the request was out (between its send and its
+//! answer). A server that answers from anything but the store (a cache of
+//! record states, an early exit, a replay after the record was swept)
+//! gives answers no such state calls for.
+//!
+//! The states are replayed from the store's own events, per scope as the
+//! client sent it (see [`Index`]). A crash that loses unsynced writes may
+//! roll a record back to any earlier state, so after one every earlier
+//! state stays possible.
+
+use super::{Index, Property, Violation};
+use crate::fingerprint::{Fingerprint, FingerprintMemo};
+use crate::history::{Event, Fault, History, Origin};
+use crate::ids::Scope;
+use crate::record::RecordState;
+use crate::request::StoredResponse;
+use std::collections::BTreeMap;
+
+/// A record's state as the client's view needs it.
+#[derive(Clone, Copy, PartialEq)]
+struct State<'h> {
+    /// The fingerprint (client-side) of the request that created it; `None`
+    /// when no request's claim created it.
+    fingerprint: Option<&'h Fingerprint>,
+    /// The stored response once completed.
+    response: Option<&'h StoredResponse>,
+}
+
+/// One change of one record, for the client scope that owns it.
+struct Change<'h> {
+    at: usize,
+    record: &'h Scope,
+    state: Option<State<'h>>,
+}
+
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut memo = FingerprintMemo::default();
+    let fingerprints = client_fingerprints(history, index, &mut memo);
+    let (timelines, losses) = timelines(history, index, &fingerprints);
+    let mut out = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
+        let Some((sent, request)) = index.request(*req) else { continue };
+        let Some(scope) = request.scope() else { continue };
+        let Some(need) = Need::of(response) else { continue };
+        let fingerprint = &fingerprints[&sent];
+        let lost = losses.iter().copied().filter(|&l| l < i).max();
+        let changes = timelines.get(&scope).map(Vec::as_slice).unwrap_or(&[]);
+        let states = candidates(changes, sent, i, lost);
+        if states.iter().any(|s| need.met_by(s, fingerprint, response)) {
+            continue;
+        }
+        let why = describe(&states, fingerprint);
+        out.push(Violation::new(
+            Property::StatusRules,
+            vec![sent, i],
+            format!(
+                "{req} for {scope} was answered {}, but no state of its record while the request was out calls for that: {why}",
+                need.name(response)
+            ),
+        ));
+    }
+    out
+}
+
+/// What an answer needs the record to have been.
+#[derive(Clone, Copy)]
+enum Need {
+    /// 409: in progress for this request.
+    InFlight,
+    /// 422: created by another request.
+    Mismatch,
+    /// A success: completed for this request with exactly this response.
+    Stored,
+}
+
+impl Need {
+    fn of(response: &StoredResponse) -> Option<Need> {
+        match response.status {
+            409 => Some(Need::InFlight),
+            422 => Some(Need::Mismatch),
+            200..=299 => Some(Need::Stored),
+            _ => None,
+        }
+    }
+
+    fn met_by(self, state: &Option<State>, fingerprint: &Fingerprint, response: &StoredResponse) -> bool {
+        let Some(state) = state else { return false };
+        let same = state.fingerprint.is_none_or(|f| f == fingerprint);
+        let other = state.fingerprint.is_none_or(|f| f != fingerprint);
+        match self {
+            Need::InFlight => same && state.response.is_none(),
+            Need::Mismatch => other,
+            Need::Stored => same && state.response == Some(response),
+        }
+    }
+
+    fn name(self, response: &StoredResponse) -> String {
+        match self {
+            Need::InFlight => "409 (in flight)".into(),
+            Need::Mismatch => "422 (another request with this key)".into(),
+            Need::Stored => format!("{} {}", response.status, response.body.lossy()),
+        }
+    }
+}
+
+/// The client-side fingerprint of every send, by the send's index.
+fn client_fingerprints<'h>(
+    history: &'h History,
+    index: &Index<'h>,
+    memo: &mut FingerprintMemo,
+) -> BTreeMap<usize, Fingerprint> {
+    let mut out = BTreeMap::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        if let Event::RequestSent { req, request, .. } = &entry.event {
+            if index.request(*req).is_some_and(|(at, _)| at == i) {
+                out.insert(i, request.fingerprint_in(memo));
+            }
+        }
+    }
+    out
+}
+
+/// Every record's changes, grouped by the client scope that owns the record,
+/// and the indices of the crashes that lost unsynced writes.
+fn timelines<'h, 'i>(
+    history: &'h History,
+    index: &'i Index<'h>,
+    fingerprints: &'i BTreeMap<usize, Fingerprint>,
+) -> (BTreeMap<Scope, Vec<Change<'i>>>, Vec<usize>)
+where
+    'h: 'i,
+{
+    let mut current: BTreeMap<&'h Scope, (Scope, State<'i>)> = BTreeMap::new();
+    let mut timelines: BTreeMap<Scope, Vec<Change<'i>>> = BTreeMap::new();
+    let mut losses = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        let next = match &entry.event {
+            Event::Fault(Fault::UnsyncedWritesLost { .. }) => {
+                losses.push(i);
+                continue;
+            }
+            Event::Claimed { by, scope, .. } => {
+                let fingerprint = claimer_fingerprint(*by, index, fingerprints);
+                Some((scope, Some(State { fingerprint, response: None })))
+            }
+            Event::CompletionWritten { scope, response, .. } => {
+                let fingerprint = current.get(scope).and_then(|(_, s)| s.fingerprint);
+                Some((scope, Some(State { fingerprint, response: Some(response) })))
+            }
+            Event::ClaimFound { scope, record, .. } => {
+                // What the store showed; the request that created it may
+                // be recorded later under real concurrency (stress).
+                let fingerprint = match current.get(scope) {
+                    Some((_, s)) => s.fingerprint,
+                    None => Some(&record.fingerprint),
+                };
+                let response = match &record.state {
+                    RecordState::Completed { response, .. } => Some(response),
+                    RecordState::InProgress { .. } => None,
+                };
+                Some((scope, Some(State { fingerprint, response })))
+            }
+            Event::Released { scope, .. } | Event::RecordSwept { scope, .. } => Some((scope, None)),
+            _ => None,
+        };
+        let Some((record, state)) = next else { continue };
+        // A read shows the record's state to its holder's scope, not to
+        // whoever read it; a write belongs to whom it was made for.
+        let owner = match (&entry.event, current.get(record)) {
+            (Event::ClaimFound { .. }, Some((owner, _))) => owner.clone(),
+            _ => index.client_scope_or(i, record).clone(),
+        };
+        let unchanged = current.get(record).map(|(_, s)| Some(*s)) == Some(state);
+        match state {
+            Some(s) => current.insert(record, (owner.clone(), s)),
+            None => current.remove(record),
+        };
+        if !unchanged {
+            timelines.entry(owner).or_default().push(Change { at: i, record, state });
+        }
+    }
+    (timelines, losses)
+}
+
+fn claimer_fingerprint<'i>(
+    by: Origin,
+    index: &Index,
+    fingerprints: &'i BTreeMap<usize, Fingerprint>,
+) -> Option<&'i Fingerprint> {
+    let (sent, _) = index.request(by.request()?)?;
+    fingerprints.get(&sent)
+}
+
+/// The states the scope's records may have had while a request was out
+/// (`sent..=answered`): each record's state at the send and every later
+/// one; after a loss of unsynced writes, every state before it as well.
+fn candidates<'h>(changes: &[Change<'h>], sent: usize, answered: usize, lost: Option<usize>) -> Vec<Option<State<'h>>> {
+    let mut at_send: BTreeMap<&Scope, Option<State>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for change in changes.iter().take_while(|c| c.at <= answered) {
+        if change.at <= sent {
+            at_send.insert(change.record, change.state);
+        }
+        if change.at > sent || lost.is_some_and(|l| change.at <= l) {
+            out.push(change.state);
+        }
+    }
+    out.extend(at_send.into_values());
+    if out.is_empty() {
+        out.push(None);
+    }
+    out
+}
+
+fn describe(states: &[Option<State>], fingerprint: &Fingerprint) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for state in states {
+        let word = match state {
+            None => "absent".to_string(),
+            Some(s) => {
+                let other = if s.fingerprint.is_some_and(|f| f != fingerprint) { " by another request" } else { "" };
+                match s.response {
+                    None => format!("in progress{other}"),
+                    Some(r) => format!("completed{other} with {} {}", r.status, r.body.lossy()),
+                }
+            }
+        };
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    format!("it was {}", words.join(", then "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::*;
+    use crate::history::Answer;
+    use crate::ids::NodeId;
+
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &Index::new(&s.history))
+    }
+
+    fn fp(body: &str) -> String {
+        request("acme", Some("k1"), "/orders", body).fingerprint().0
+    }
+
+    /// A server that caches record states answers 409 for a record the
+    /// store had completed before the retry was sent.
+    #[test]
+    fn a_409_for_a_completed_record_is_not_justified() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &scope(), &fp("{}"));
+        s.completed(by(1, 1), &scope(), 1, ok("order"));
+        s.received(0, req(1, 1), Answer::Executed, ok("order"));
+        s.send(0, req(1, 2), request("acme", Some("k1"), "/orders", "{}"));
+        let stale = s.received(0, req(1, 2), Answer::InFlight, StoredResponse::new(409, "busy"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events.last(), Some(&stale));
+        assert!(v[0].explanation.contains("it was completed with 201 order"), "{}", v[0]);
+    }
+
+    #[test]
+    fn answers_the_record_called_for_are_clean() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.send(1, req(2, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &scope(), &fp("{}"));
+        s.received(1, req(2, 1), Answer::InFlight, StoredResponse::new(409, "busy"));
+        s.completed(by(1, 1), &scope(), 1, ok("order"));
+        s.received(0, req(1, 1), Answer::Executed, ok("order"));
+        s.send(2, req(3, 1), request("acme", Some("k1"), "/orders", r#"{"other":1}"#));
+        s.received(2, req(3, 1), Answer::Mismatch, StoredResponse::new(422, "reused"));
+        s.send(1, req(2, 2), request("acme", Some("k1"), "/orders", "{}"));
+        s.received(1, req(2, 2), Answer::Replayed, ok("order"));
+        assert!(check_story(&s).is_empty(), "{:?}", check_story(&s));
+    }
+
+    /// A replay after the record was swept, from a cache: nothing backs it.
+    #[test]
+    fn a_replay_after_a_sweep_is_not_justified() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &scope(), &fp("{}"));
+        s.completed(by(1, 1), &scope(), 1, ok("order"));
+        s.received(0, req(1, 1), Answer::Executed, ok("order"));
+        let swept = Event::RecordSwept { scope: scope(), created_at: crate::SimTime(0), completed: true, as_of: None };
+        s.at(NodeId::Sweeper, swept);
+        s.send(0, req(2, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.received(0, req(2, 1), Answer::Replayed, ok("order"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("it was absent"), "{}", v[0]);
+    }
+
+    /// After a crash lost unsynced writes, the record may be back in any
+    /// earlier state: a 409 then is not flagged.
+    #[test]
+    fn lost_writes_make_earlier_states_possible() {
+        let mut s = Story::new();
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &scope(), &fp("{}"));
+        s.completed(by(1, 1), &scope(), 1, ok("order"));
+        s.at(NodeId::Db, Event::Fault(Fault::UnsyncedWritesLost { count: 1 }));
+        s.send(0, req(1, 2), request("acme", Some("k1"), "/orders", "{}"));
+        s.received(0, req(1, 2), Answer::InFlight, StoredResponse::new(409, "busy"));
+        assert!(check_story(&s).is_empty());
+    }
+
+    /// A record keyed by the key alone, created for globex: acme's success
+    /// is backed by no record of acme's.
+    #[test]
+    fn another_callers_record_does_not_justify_an_answer() {
+        let mut s = Story::new();
+        let shared = Scope::new("*", "k1");
+        s.send(0, req(1, 1), request("globex", Some("k1"), "/orders", "{}"));
+        s.claimed(by(1, 1), &shared, &fp("{}"));
+        s.completed(by(1, 1), &shared, 1, ok("globex order"));
+        s.send(1, req(2, 1), request("acme", Some("k1"), "/orders", "{}"));
+        s.received(1, req(2, 1), Answer::Replayed, ok("globex order"));
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("acme/k1"), "{}", v[0]);
+    }
+}
