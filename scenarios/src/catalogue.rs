@@ -319,6 +319,23 @@ pub fn find(name: &str) -> Option<Scenario> {
 }
 
 /// The main job: a small deployment under swarm faults.
+/// The default run, with a short documented expiry window (35 s, longer
+/// than the clients' 30 s retry deadline) so that its sweeps, late retries
+/// inside the window and retries after it happen within the run, and with
+/// keys reused on another endpoint.
+fn default_config() -> SimConfig {
+    let mut config = SimConfig::default();
+    let p = &mut config.protocol;
+    p.expiry_window_ms = 35_000;
+    p.sweep_window_ms = 35_000;
+    p.sweep_interval_ms = 2_000;
+    let m = &mut config.workload.mix;
+    m.other_endpoint = 1;
+    m.late_retry = 1;
+    m.after_window = 1;
+    config
+}
+
 fn default() -> Scenario {
     Scenario {
         name: "default".into(),
@@ -329,7 +346,7 @@ fn default() -> Scenario {
                  invalid-then-corrected bodies and tenants sharing key strings. The correct protocol keeps every \
                  property; each broken variant swaps one step and is caught."
             .into(),
-        config: SimConfig::default(),
+        config: default_config(),
         sometimes: [
             "takeover",
             "lease_expired_mid_execute",
@@ -342,6 +359,8 @@ fn default() -> Scenario {
             "in_flight_rejected",
             "reconciler_completed",
             "crash_mid_execution",
+            "late_replay",
+            "record_swept",
         ]
         .map(String::from)
         .to_vec(),
@@ -350,6 +369,12 @@ fn default() -> Scenario {
             (Variant::CheckThenInsert, Expect::Violates(Property::Fencing)),
             (Variant::TakeoverWithoutBump, Expect::Violates(Property::Fencing)),
             (Variant::UnfencedCompletion, Expect::Violates(Property::Fencing)),
+            (Variant::StaleCache, Expect::Violates(Property::StatusRules)),
+            (Variant::TransientErrorStored, Expect::Violates(Property::Liveness)),
+            (Variant::KeyNotScoped, Expect::Violates(Property::Isolation)),
+            (Variant::KeyIncludesBody, Expect::Violates(Property::AtMostOnce)),
+            (Variant::SweepWindowShort, Expect::Violates(Property::Expiry)),
+            (Variant::LeaseShorterThanWork, Expect::Violates(Property::Progress)),
         ]),
         variants: Default::default(),
         reproduces: None,

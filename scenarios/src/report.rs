@@ -176,6 +176,16 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     for (why, seeds) in &r.not_applied {
         writeln!(out, "  NOT APPLIED in {seeds} seeds: {why}")?;
     }
+    let o = &r.coverage_total.outcomes;
+    writeln!(
+        out,
+        "  operations: {} ({}% acknowledged, {}% gave up, {}% ended with an error; progress needs {}% per seed)",
+        o.operations,
+        o.percent(o.acknowledged),
+        o.percent(o.gave_up),
+        o.percent(o.errors),
+        ctx.scenario.config.protocol.progress_min_percent
+    )?;
     writeln!(out, "  coverage (seeds where it happened, total times):")?;
     for (name, total) in r.coverage_total.counters() {
         let seeds = r.coverage_seeds.get(name).copied().unwrap_or(0);
