@@ -201,7 +201,7 @@ impl Default for RetryAfter {
 }
 
 /// The default of [`ProtocolSettings::progress_min_percent`].
-pub const PROGRESS_MIN_PERCENT: u32 = 5;
+pub const PROGRESS_MIN_PERCENT: u32 = 50;
 
 impl Default for ProtocolSettings {
     fn default() -> ProtocolSettings {

@@ -20,7 +20,14 @@ pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
         key_of(event).into_iter().chain(index.client_scope(i).map(|s| &s.key))
     };
     let violating = violation.events.iter().copied().filter(|&i| i < history.entries.len());
-    let keys: BTreeSet<&IdempotencyKey> = violating.clone().flat_map(keys_of).collect();
+    // The keys of the violating events, and of the operations they name (a
+    // give-up names its operation, not its key).
+    let named: BTreeSet<OpId> = violating.clone().filter_map(|i| op_of(&history.entries[i].event)).collect();
+    let named_keys = history.entries.iter().filter_map(|e| match &e.event {
+        Event::RequestSent { req, request, .. } if named.contains(&req.op) => request.key.as_ref(),
+        _ => None,
+    });
+    let keys: BTreeSet<&IdempotencyKey> = violating.clone().flat_map(keys_of).chain(named_keys).collect();
     let ops: BTreeSet<OpId> = history
         .entries
         .iter()

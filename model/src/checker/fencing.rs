@@ -23,10 +23,7 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::Claimed { scope, attempt, .. } => {
-                // A new record: a new lifetime, whose attempts count afresh
-                // (a holder of the released one may still start late).
                 granted.insert(scope, (*attempt, i));
-                started.retain(|(s, _), _| *s != scope);
             }
             Event::TakenOver { scope, attempt, .. } => {
                 if let Some(&(max, at)) = granted.get(scope) {
@@ -43,6 +40,12 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
             }
             Event::ExecutionStarted { by, scope, attempt } => {
                 held.insert((by, scope), *attempt);
+                // A holder that starts after its record was released or
+                // swept holds nothing: its writes are judged (and fenced)
+                // as stale, but it shares no token with the next record.
+                if !granted.contains_key(scope) {
+                    continue;
+                }
                 if let Some(first) = started.insert((scope, *attempt), i) {
                     out.push(Violation::new(
                         Property::Fencing,

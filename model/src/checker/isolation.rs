@@ -54,7 +54,8 @@ fn leaked_responses(history: &History, index: &Index) -> Vec<Violation> {
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::CompletionWritten { by, scope, response, .. } => {
-                let caller = index.caller_of(*by).unwrap_or(&scope.caller);
+                // The reconciler completes for the request that held it.
+                let caller = index.caller_of(*by).or(index.client_scope(i).map(|s| &s.caller)).unwrap_or(&scope.caller);
                 stored.entry(response).or_default().entry(caller).or_insert(i);
             }
             Event::ResponseSent { req, answer: Answer::Executed | Answer::Replayed, response, .. } => {

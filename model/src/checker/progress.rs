@@ -84,65 +84,53 @@ fn ends(history: &History) -> BTreeMap<OpId, End> {
     ends
 }
 
-/// At least `progress_min_percent` of the run's operations must have been
-/// acknowledged, unless every operation that was not ended while the
-/// faults were on: heavy enough faults may defeat any protocol while they
-/// last, but an operation that still fails once they healed is the
-/// protocol's doing.
+/// Judged on the operations first sent after the faults healed: heavy
+/// enough faults may defeat any protocol while they last (a seed of the
+/// correct protocol may lose every operation to a database that stays
+/// down), but an operation that starts in a healthy system and is not
+/// refused (400, 422: the protocol answering as it should) must succeed.
+/// Of those, at least `progress_min_percent` must have been acknowledged,
+/// and a single give-up never fails a run.
 pub(super) fn check(history: &History) -> Vec<Violation> {
     let min = u64::from(history.meta.progress_min_percent);
-    let o = Outcomes::of(history);
-    if o.operations == 0 || o.acknowledged * 100 >= min * o.operations {
-        return Vec::new();
-    }
     let heal = history.entries.iter().position(|e| matches!(e.event, Event::Phase { phase: Phase::Heal }));
     let Some(heal) = heal else { return Vec::new() };
-    let mut last: BTreeMap<OpId, usize> = BTreeMap::new();
+    let mut first_sent: BTreeMap<OpId, usize> = BTreeMap::new();
     for (i, entry) in history.entries.iter().enumerate() {
-        if let Some(op) = op_of(&entry.event) {
-            last.insert(op, i);
+        if let Event::RequestSent { req, .. } = &entry.event {
+            first_sent.entry(req.op).or_insert(i);
         }
     }
-    let failed_after_heal: Vec<usize> = ends(history)
-        .into_iter()
-        .filter(|(op, end)| *end != End::Acknowledged && last.get(op).is_some_and(|&at| at > heal))
-        .map(|(op, end)| match end {
-            End::GaveUp(i) => i,
-            _ => last[&op],
-        })
-        .collect();
-    if failed_after_heal.is_empty() {
+    let (mut acknowledged, mut gave_up) = (0u64, Vec::new());
+    for (op, end) in ends(history) {
+        if first_sent.get(&op).is_none_or(|&at| at < heal) {
+            continue;
+        }
+        match end {
+            End::Acknowledged => acknowledged += 1,
+            End::GaveUp(i) => gave_up.push(i),
+            End::Pending => {}
+        }
+    }
+    // One give-up is not a pattern: a client may come out of the faults
+    // with its retry budget spent (1 seed in 20,000 of the default run).
+    let wanted = acknowledged + gave_up.len() as u64;
+    if gave_up.len() < 2 || acknowledged * 100 >= min * wanted {
         return Vec::new();
     }
-    // The first operations that failed after the faults healed, and the
-    // end of the run where the count is final.
-    let mut events: Vec<usize> = failed_after_heal.iter().copied().take(3).collect();
+    // The first give-ups, and the end of the run where the count is final.
+    let mut events: Vec<usize> = gave_up.iter().copied().take(3).collect();
     let end = history.entries.iter().rposition(|e| matches!(e.event, Event::Phase { phase: Phase::End }));
     events.extend(end.or(history.entries.len().checked_sub(1)));
     vec![Violation::new(
         Property::Progress,
         events,
         format!(
-            "only {} of {} operations ({}%) were acknowledged, below the {min}% expected, and {} still failed after the faults healed: {} gave up, {} ended with an error",
-            o.acknowledged,
-            o.operations,
-            o.percent(o.acknowledged),
-            failed_after_heal.len(),
-            o.gave_up,
-            o.errors
+            "of {wanted} operations sent after the faults healed, only {acknowledged} ({}%) were acknowledged and {} gave up, below the {min}% expected",
+            acknowledged * 100 / wanted,
+            gave_up.len()
         ),
     )]
-}
-
-fn op_of(event: &Event) -> Option<OpId> {
-    match event {
-        Event::RequestSent { req, .. }
-        | Event::ResponseReceived { req, .. }
-        | Event::TimedOut { req }
-        | Event::RetryScheduled { req, .. } => Some(req.op),
-        Event::GaveUp { op, .. } => Some(*op),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -177,10 +165,11 @@ mod tests {
         assert_eq!((o.operations, o.acknowledged, o.gave_up, o.errors), (10, 5, 5, 0));
     }
 
-    /// Operations that gave up while the faults were on are excused.
+    /// Operations first sent while the faults were on are excused.
     #[test]
     fn give_ups_under_faults_are_excused() {
         let mut s = run(0, 4);
+        assert_eq!(check(&run(0, 1).history), vec![], "one give-up is not a pattern");
         let heal = s.history.entries.iter().position(|e| matches!(e.event, Event::Phase { phase: Phase::Heal }));
         let heal = s.history.entries.remove(heal.unwrap());
         s.history.entries.push(heal);
@@ -193,7 +182,11 @@ mod tests {
         let v = check(&s.history);
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].property, Property::Progress);
-        assert!(v[0].explanation.starts_with("only 2 of 10 operations (20%)"), "{}", v[0]);
+        assert!(
+            v[0].explanation.starts_with("of 10 operations sent after the faults healed, only 2 (20%)"),
+            "{}",
+            v[0]
+        );
         assert_eq!(v[0].events.len(), 4, "three give-ups and the end");
     }
 }
