@@ -19,12 +19,14 @@ const TABLE: &[(&str, &str, Option<Property>)] = &[
     ("default", "unfenced-completion", Some(Property::Fencing)),
     // The checkers' blind spots, one broken step each, in the default run:
     // an answer from a cache (1), a transient error stored (2), a record
-    // keyed otherwise than the client's key (3), a late retry after an
-    // early sweep (4), a protocol that never finishes (5).
+    // keyed otherwise than the client's key (3), a key replayed on another
+    // endpoint and a late retry after an early sweep (4), a protocol that
+    // never finishes (5).
     ("default", "stale-cache", Some(Property::StatusRules)),
     ("default", "transient-error-stored", Some(Property::Liveness)),
     ("default", "key-not-scoped", Some(Property::Isolation)),
     ("default", "key-includes-body", Some(Property::AtMostOnce)),
+    ("default", "fingerprint-without-path", Some(Property::StatusRules)),
     ("default", "sweep-window-short", Some(Property::Expiry)),
     ("default", "lease-shorter-than-work", Some(Property::Progress)),
     ("concurrent-duplicates", "correct", None),

@@ -373,6 +373,7 @@ fn default() -> Scenario {
             (Variant::TransientErrorStored, Expect::Violates(Property::Liveness)),
             (Variant::KeyNotScoped, Expect::Violates(Property::Isolation)),
             (Variant::KeyIncludesBody, Expect::Violates(Property::AtMostOnce)),
+            (Variant::FingerprintWithoutPath, Expect::Violates(Property::StatusRules)),
             (Variant::SweepWindowShort, Expect::Violates(Property::Expiry)),
             (Variant::LeaseShorterThanWork, Expect::Violates(Property::Progress)),
         ]),

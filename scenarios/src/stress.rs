@@ -636,7 +636,7 @@ impl ClientEnv for StressClient {
     async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
         let origin = Origin::Request { req, copy: 1 };
         let env = StressEnv { ctx: self.ctx.clone(), node: to, origin, op: Some(self.op.clone()) };
-        let fingerprint = request.fingerprint();
+        let fingerprint = self.ctx.protocol.fingerprint(&request);
         idemsim_sim::protocol::serve(&*self.ctx.protocol, &env, req, 1, &request, fingerprint).await
     }
 

@@ -14,10 +14,12 @@ pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
     let node = node.clone();
     madsim::task::spawn_local(async move {
         let (copy, fingerprint, protocol) = node.sim.with(|w| {
-            let fingerprint = request.fingerprint_in(&mut w.fingerprints);
+            let protocol = w.protocol.clone();
+            let (method, path, body) = protocol.fingerprint_fields(&request);
+            let fingerprint = w.fingerprints.of(method, path, body);
             let copies = w.received.entry(req).or_insert(0);
             *copies += 1;
-            (*copies, fingerprint, w.protocol.clone())
+            (*copies, fingerprint, protocol)
         });
         let env = SimEnv::new(&node, Origin::Request { req, copy });
         let Some(reply) = crate::protocol::serve(&*protocol, &env, req, copy, &request, fingerprint).await else {

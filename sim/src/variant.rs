@@ -101,6 +101,9 @@ step!(
         Compared = "compared",
         /// Not compared: a reused key with another body gets the old response.
         Ignored = "ignored",
+        /// The fingerprint hashes the body alone: the same key and body on
+        /// another endpoint replays the first endpoint's response.
+        BodyOnly = "body-only",
     }
 );
 
@@ -299,6 +302,8 @@ pub enum Variant {
     KeyNotScoped,
     /// [`ScopeStep::KeyAndBody`].
     KeyIncludesBody,
+    /// [`FingerprintStep::BodyOnly`].
+    FingerprintWithoutPath,
     /// [`ReadStep::ServerCache`].
     StaleCache,
     /// [`LeaseStep::ShorterThanWork`].
@@ -325,7 +330,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, correct first.
-    pub const ALL: [Variant; 23] = [
+    pub const ALL: [Variant; 24] = [
         Variant::Correct,
         Variant::CheckThenInsert,
         Variant::LockAroundLookup,
@@ -338,6 +343,7 @@ impl Variant {
         Variant::ValidationStored,
         Variant::KeyNotScoped,
         Variant::KeyIncludesBody,
+        Variant::FingerprintWithoutPath,
         Variant::StaleCache,
         Variant::LeaseShorterThanWork,
         Variant::DownstreamKeyFromAttempt,
@@ -366,6 +372,7 @@ impl Variant {
             Variant::ValidationStored => "validation-stored",
             Variant::KeyNotScoped => "key-not-scoped",
             Variant::KeyIncludesBody => "key-includes-body",
+            Variant::FingerprintWithoutPath => "fingerprint-without-path",
             Variant::StaleCache => "stale-cache",
             Variant::LeaseShorterThanWork => "lease-shorter-than-work",
             Variant::DownstreamKeyFromAttempt => "downstream-key-from-attempt",
@@ -401,6 +408,7 @@ impl Variant {
             Variant::ValidationStored => Steps { validation: ValidationStep::Store, ..c },
             Variant::KeyNotScoped => Steps { scope: ScopeStep::KeyOnly, ..c },
             Variant::KeyIncludesBody => Steps { scope: ScopeStep::KeyAndBody, ..c },
+            Variant::FingerprintWithoutPath => Steps { fingerprint: FingerprintStep::BodyOnly, ..c },
             Variant::StaleCache => Steps { read: ReadStep::ServerCache, ..c },
             Variant::LeaseShorterThanWork => Steps { lease: LeaseStep::ShorterThanWork, ..c },
             Variant::DownstreamKeyFromAttempt => Steps { downstream_key: DownstreamKeyStep::PerAttempt, ..c },

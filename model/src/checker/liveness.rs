@@ -3,6 +3,7 @@
 //! bound.
 
 use super::{Index, Property, Violation};
+use crate::fingerprint::Fingerprint;
 use crate::history::{Answer, Event, History};
 use crate::ids::{Scope, SimTime};
 use crate::request::{Effects, StoredResponse};
@@ -70,17 +71,33 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
     // Effects by the scope the client sent (see `Index`).
     let mut local: BTreeSet<&Scope> = BTreeSet::new();
     let mut external: BTreeSet<&Scope> = BTreeSet::new();
-    // Which scopes stored each response: a success stored only for
-    // another caller's key is a leak (isolation), not a lost effect.
-    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<&Scope>> = BTreeMap::new();
+    // Which scopes, and which requests (by fingerprint; `None` for the
+    // reconciler), stored each response: a success stored only for another
+    // caller's key is a leak (isolation), and one stored only for another
+    // request with this key a wrong answer (status rules), not a lost
+    // effect. A background completion stores for the request that created
+    // the record.
+    let mut memo = crate::fingerprint::FingerprintMemo::default();
+    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(&Scope, Option<Fingerprint>)>> = BTreeMap::new();
+    let mut created_by: BTreeMap<&Scope, Fingerprint> = BTreeMap::new();
     let mut collapsed: BTreeSet<&Scope> = BTreeSet::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::LocalEffectCommitted { scope, .. } => {
                 local.insert(index.client_scope_or(i, scope));
             }
-            Event::CompletionWritten { scope, response, .. } => {
-                stored_for.entry(response).or_default().insert(index.client_scope_or(i, scope));
+            Event::Claimed { by, scope, .. } => {
+                if let Some((_, r)) = by.request().and_then(|req| index.request(req)) {
+                    created_by.insert(scope, r.fingerprint_in(&mut memo));
+                }
+            }
+            Event::CompletionWritten { by, scope, response, .. } => {
+                let request = by.request().and_then(|req| index.request(req));
+                let by = match request {
+                    Some((_, r)) => Some(r.fingerprint_in(&mut memo)),
+                    None => created_by.get(scope).cloned(),
+                };
+                stored_for.entry(response).or_default().insert((index.client_scope_or(i, scope), by));
             }
             Event::DownstreamEffect { scope, .. } => {
                 external.insert(index.client_scope_or(i, scope));
@@ -108,7 +125,10 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         let Some(scope) = request.scope() else {
             continue;
         };
-        if stored_for.get(response).is_some_and(|owners| !owners.contains(&scope)) {
+        let fingerprint = request.fingerprint_in(&mut memo);
+        let mine =
+            |(s, f): &(&Scope, Option<Fingerprint>)| **s == scope && f.as_ref().is_none_or(|f| *f == fingerprint);
+        if stored_for.get(response).is_some_and(|owners| !owners.iter().any(mine)) {
             continue;
         }
         let effects = Effects::of_path(&request.path);

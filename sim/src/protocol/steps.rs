@@ -71,6 +71,19 @@ pub trait Protocol: Send + Sync {
         request.scope()
     }
 
+    /// Section 3: what the request fingerprint hashes: method, path and
+    /// canonical body. The environments hash these (the simulator through a
+    /// memo); see [`Protocol::fingerprint`].
+    fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
+        (&request.method, &request.path, &request.body.0)
+    }
+
+    /// The request fingerprint of [`Protocol::fingerprint_fields`].
+    fn fingerprint(&self, request: &Request) -> Fingerprint {
+        let (method, path, body) = self.fingerprint_fields(request);
+        Fingerprint::of(method, path, body)
+    }
+
     /// Section 3: the lease a claim or takeover asks for.
     fn lease_ms(&self, configured_ms: u64) -> u64 {
         configured_ms
@@ -220,6 +233,9 @@ impl<P: Protocol + ?Sized> Protocol for std::sync::Arc<P> {
     }
     fn scope(&self, request: &Request) -> Option<Scope> {
         (**self).scope(request)
+    }
+    fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
+        (**self).fingerprint_fields(request)
     }
     fn lease_ms(&self, configured_ms: u64) -> u64 {
         (**self).lease_ms(configured_ms)

@@ -49,6 +49,9 @@ impl<P: Protocol> Protocol for StaleCache<P> {
     fn scope(&self, request: &Request) -> Option<Scope> {
         self.inner.scope(request)
     }
+    fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
+        self.inner.fingerprint_fields(request)
+    }
     fn lease_ms(&self, configured_ms: u64) -> u64 {
         self.inner.lease_ms(configured_ms)
     }

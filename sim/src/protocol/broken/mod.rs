@@ -16,8 +16,8 @@ pub use claim::{CheckThenInsert, LockAroundLookup, PerProcessLock};
 pub use commit::{EffectOwnTransaction, PublishBeforeCommit, TransientErrorStored};
 pub use fencing::{DownstreamKeyFromAttempt, TakeoverWithoutBump, UnfencedCompletion};
 pub use record::{
-    FingerprintNotCompared, KeyIncludesBody, KeyNotScoped, LeaseShorterThanWork, NoLease, ValidationStored,
-    ENDLESS_LEASE_MS,
+    FingerprintNotCompared, FingerprintWithoutPath, KeyIncludesBody, KeyNotScoped, LeaseShorterThanWork, NoLease,
+    ValidationStored, ENDLESS_LEASE_MS,
 };
 pub use retry::{NewKeyPerRetry, NoJitter, RetryOn4xx, ThreeLayerRetries};
 pub use sweep::{SweepDeletesUnfinished, SweepWindowShort, SHORT_WINDOW_MS};
@@ -74,10 +74,17 @@ impl Protocol for Steps {
         }
     }
 
+    fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
+        match self.fingerprint {
+            FingerprintStep::BodyOnly => FingerprintWithoutPath.fingerprint_fields(request),
+            FingerprintStep::Compared | FingerprintStep::Ignored => Correct.fingerprint_fields(request),
+        }
+    }
+
     fn fingerprint_matches(&self, record: &Record, fingerprint: &Fingerprint) -> bool {
         match self.fingerprint {
-            FingerprintStep::Compared => Correct.fingerprint_matches(record, fingerprint),
             FingerprintStep::Ignored => FingerprintNotCompared.fingerprint_matches(record, fingerprint),
+            FingerprintStep::Compared | FingerprintStep::BodyOnly => Correct.fingerprint_matches(record, fingerprint),
         }
     }
 
@@ -222,6 +229,7 @@ impl Variant {
             Variant::ValidationStored => Arc::new(ValidationStored),
             Variant::KeyNotScoped => Arc::new(KeyNotScoped),
             Variant::KeyIncludesBody => Arc::new(KeyIncludesBody),
+            Variant::FingerprintWithoutPath => Arc::new(FingerprintWithoutPath),
             Variant::StaleCache => Arc::new(StaleCache::new(Correct)),
             Variant::LeaseShorterThanWork => Arc::new(LeaseShorterThanWork),
             Variant::DownstreamKeyFromAttempt => Arc::new(DownstreamKeyFromAttempt),

@@ -161,3 +161,20 @@ impl Protocol for KeyIncludesBody {
         Some(Scope { key: IdempotencyKey(format!("{}#{short}", scope.key.0)), ..scope })
     }
 }
+
+/// `fingerprint: body-only`: the fingerprint hashes the body alone, not the
+/// method and path, so the same key and body sent to another endpoint
+/// matches the record and is answered with the first endpoint's response
+/// (PROTOCOL.md section 2: the key on another endpoint must not replay
+/// this one).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FingerprintWithoutPath;
+
+impl Protocol for FingerprintWithoutPath {
+    fn name(&self) -> String {
+        "fingerprint-without-path".into()
+    }
+    fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
+        ("", "", &request.body.0)
+    }
+}
