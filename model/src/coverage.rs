@@ -214,15 +214,13 @@ impl<'i, 'h> Tracker<'i, 'h> {
     /// A replay of a record completed an hour or more before.
     fn observe_late(&self, c: &mut Coverage, entry: &Entry) {
         let Event::ResponseSent { req, answer: Answer::Replayed, .. } = &entry.event else { return };
-        let scope = self.index.request(*req).and_then(|(_, r)| r.scope());
-        let completed = scope.and_then(|s| self.completed.get(&s).copied());
+        let completed = self.index.request_scope(*req).and_then(|s| self.completed.get(s).copied());
         let late_ms = LATE_MS.min(self.window_ms / 2);
         c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= late_ms));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {
-        let request = self.index.request(req).map(|(_, r)| r);
-        request.and_then(|r| r.scope()).is_some_and(|s| self.completed.contains_key(&s))
+        self.index.request_scope(req).is_some_and(|s| self.completed.contains_key(s))
     }
 }
 

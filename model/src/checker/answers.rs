@@ -10,8 +10,7 @@
 //! roll a record back to any earlier state, so after one every earlier
 //! state stays possible.
 
-use super::{Index, Property, Violation};
-use crate::fingerprint::{Fingerprint, FingerprintMemo};
+use super::{FingerprintId, Index, Property, Violation};
 use crate::history::{Event, Fault, History, Origin};
 use crate::ids::Scope;
 use crate::record::RecordState;
@@ -23,7 +22,7 @@ use std::collections::BTreeMap;
 struct State<'h> {
     /// The fingerprint (client-side) of the request that created it; `None`
     /// when no request's claim created it.
-    fingerprint: Option<&'h Fingerprint>,
+    fingerprint: Option<FingerprintId>,
     /// The stored response once completed.
     response: Option<&'h StoredResponse>,
 }
@@ -36,18 +35,17 @@ struct Change<'h> {
 }
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut memo = FingerprintMemo::default();
-    let fingerprints = client_fingerprints(history, index, &mut memo);
-    let (timelines, losses) = timelines(history, index, &fingerprints);
+    let (timelines, losses) = timelines(history, index);
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
-        let Some((sent, request)) = index.request(*req) else { continue };
-        let Some(scope) = request.scope() else { continue };
         let Some(need) = Need::of(response) else { continue };
-        let fingerprint = &fingerprints[&sent];
+        let (Some(scope), Some(fingerprint)) = (index.request_scope(*req), index.request_fingerprint(*req)) else {
+            continue;
+        };
+        let sent = index.request(*req).map_or(0, |(at, _)| at);
         let lost = losses.iter().copied().filter(|&l| l < i).max();
-        let changes = timelines.get(&scope).map(Vec::as_slice).unwrap_or(&[]);
+        let changes = timelines.get(scope).map(Vec::as_slice).unwrap_or(&[]);
         let states = candidates(changes, sent, i, lost);
         if states.iter().any(|s| need.met_by(s, fingerprint, response)) {
             continue;
@@ -86,7 +84,7 @@ impl Need {
         }
     }
 
-    fn met_by(self, state: &Option<State>, fingerprint: &Fingerprint, response: &StoredResponse) -> bool {
+    fn met_by(self, state: &Option<State>, fingerprint: FingerprintId, response: &StoredResponse) -> bool {
         let Some(state) = state else { return false };
         let same = state.fingerprint.is_none_or(|f| f == fingerprint);
         let other = state.fingerprint.is_none_or(|f| f != fingerprint);
@@ -106,35 +104,11 @@ impl Need {
     }
 }
 
-/// The client-side fingerprint of every send, by the send's index.
-fn client_fingerprints<'h>(
-    history: &'h History,
-    index: &Index<'h>,
-    memo: &mut FingerprintMemo,
-) -> BTreeMap<usize, Fingerprint> {
-    let mut out = BTreeMap::new();
-    for (i, entry) in history.entries.iter().enumerate() {
-        if let Event::RequestSent { req, request, .. } = &entry.event {
-            if index.request(*req).is_some_and(|(at, _)| at == i) {
-                out.insert(i, request.fingerprint_in(memo));
-            }
-        }
-    }
-    out
-}
-
 /// Every record's changes, grouped by the client scope that owns the record,
 /// and the indices of the crashes that lost unsynced writes.
-fn timelines<'h, 'i>(
-    history: &'h History,
-    index: &'i Index<'h>,
-    fingerprints: &'i BTreeMap<usize, Fingerprint>,
-) -> (BTreeMap<Scope, Vec<Change<'i>>>, Vec<usize>)
-where
-    'h: 'i,
-{
-    let mut current: BTreeMap<&'h Scope, (Scope, State<'i>)> = BTreeMap::new();
-    let mut timelines: BTreeMap<Scope, Vec<Change<'i>>> = BTreeMap::new();
+fn timelines<'h, 'i>(history: &'h History, index: &'i Index<'h>) -> (BTreeMap<&'i Scope, Vec<Change<'h>>>, Vec<usize>) {
+    let mut current: BTreeMap<&'h Scope, (&'i Scope, State<'h>)> = BTreeMap::new();
+    let mut timelines: BTreeMap<&'i Scope, Vec<Change<'h>>> = BTreeMap::new();
     let mut losses = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let next = match &entry.event {
@@ -143,7 +117,7 @@ where
                 continue;
             }
             Event::Claimed { by, scope, .. } => {
-                let fingerprint = claimer_fingerprint(*by, index, fingerprints);
+                let fingerprint = claimer_fingerprint(*by, index);
                 Some((scope, Some(State { fingerprint, response: None })))
             }
             Event::CompletionWritten { scope, response, .. } => {
@@ -155,7 +129,7 @@ where
                 // be recorded later under real concurrency (stress).
                 let fingerprint = match current.get(scope) {
                     Some((_, s)) => s.fingerprint,
-                    None => Some(&record.fingerprint),
+                    None => index.fingerprint_id(&record.fingerprint),
                 };
                 let response = match &record.state {
                     RecordState::Completed { response, .. } => Some(response),
@@ -170,12 +144,12 @@ where
         // A read shows the record's state to its holder's scope, not to
         // whoever read it; a write belongs to whom it was made for.
         let owner = match (&entry.event, current.get(record)) {
-            (Event::ClaimFound { .. }, Some((owner, _))) => owner.clone(),
-            _ => index.client_scope_or(i, record).clone(),
+            (Event::ClaimFound { .. }, Some((owner, _))) => *owner,
+            _ => index.client_scope_or(i, record),
         };
         let unchanged = current.get(record).map(|(_, s)| Some(*s)) == Some(state);
         match state {
-            Some(s) => current.insert(record, (owner.clone(), s)),
+            Some(s) => current.insert(record, (owner, s)),
             None => current.remove(record),
         };
         if !unchanged {
@@ -185,13 +159,8 @@ where
     (timelines, losses)
 }
 
-fn claimer_fingerprint<'i>(
-    by: Origin,
-    index: &Index,
-    fingerprints: &'i BTreeMap<usize, Fingerprint>,
-) -> Option<&'i Fingerprint> {
-    let (sent, _) = index.request(by.request()?)?;
-    fingerprints.get(&sent)
+fn claimer_fingerprint(by: Origin, index: &Index) -> Option<FingerprintId> {
+    index.request_fingerprint(by.request()?)
 }
 
 /// The states the scope's records may have had while a request was out
@@ -215,7 +184,7 @@ fn candidates<'h>(changes: &[Change<'h>], sent: usize, answered: usize, lost: Op
     out
 }
 
-fn describe(states: &[Option<State>], fingerprint: &Fingerprint) -> String {
+fn describe(states: &[Option<State>], fingerprint: FingerprintId) -> String {
     let mut words: Vec<String> = Vec::new();
     for state in states {
         let word = match state {

@@ -7,6 +7,7 @@
 //! it really breaks (isolation, at-most-once) instead of hiding its effects
 //! under a record key no client asked for.
 
+use crate::fingerprint::Fingerprint;
 use crate::history::{Event, History, Origin};
 use crate::ids::{CallerId, DownstreamKey, OpId, RequestId, Scope};
 use crate::request::Request;
@@ -16,34 +17,91 @@ use std::collections::BTreeMap;
 /// `RequestId` can be tied back to the caller, key and body that was sent.
 #[derive(Debug, Default)]
 pub struct Index<'h> {
-    sent: BTreeMap<RequestId, (usize, &'h Request)>,
+    sent: BTreeMap<RequestId, Sent<'h>>,
     first_send: BTreeMap<OpId, usize>,
     /// The client scopes, numbered.
     scopes: Vec<Scope>,
+    scope_ids: BTreeMap<(&'h str, &'h str), u32>,
+    /// The fingerprints of the requests as the client sent them, numbered.
+    fingerprints: Vec<Fingerprint>,
     /// The client scope of each entry that concerns a record (`NONE` for
     /// the others).
     attributed: Vec<u32>,
 }
 
+/// One send: where, what, and its client scope and fingerprint numbers.
+#[derive(Clone, Copy, Debug)]
+struct Sent<'h> {
+    at: usize,
+    request: &'h Request,
+    scope: u32,
+    fingerprint: FingerprintId,
+}
+
+/// A request fingerprint as the client sent it, numbered per history:
+/// equal numbers, equal fingerprints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FingerprintId(u32);
+
 const NONE: u32 = u32::MAX;
 
 impl<'h> Index<'h> {
-    /// Indexes a history.
+    /// Indexes a history. Each distinct request is fingerprinted once.
     pub fn new(history: &'h History) -> Index<'h> {
         let mut index = Index::default();
+        let mut distinct: BTreeMap<(&'h str, &'h str, &'h [u8]), FingerprintId> = BTreeMap::new();
         for (i, entry) in history.entries.iter().enumerate() {
-            if let Event::RequestSent { req, request, .. } = &entry.event {
-                index.sent.entry(*req).or_insert((i, request));
-                index.first_send.entry(req.op).or_insert(i);
+            let Event::RequestSent { req, request, .. } = &entry.event else { continue };
+            index.first_send.entry(req.op).or_insert(i);
+            if index.sent.contains_key(req) {
+                continue;
             }
+            let fields = (request.method.as_str(), request.path.as_str(), request.body.0.as_slice());
+            let fingerprint = *distinct.entry(fields).or_insert_with(|| {
+                index.fingerprints.push(request.fingerprint());
+                FingerprintId(index.fingerprints.len() as u32 - 1)
+            });
+            let scope = match &request.key {
+                Some(key) => index.scope_id(&request.caller.0, &key.0),
+                None => NONE,
+            };
+            index.sent.insert(*req, Sent { at: i, request, scope, fingerprint });
         }
         index.attribute(history);
         index
     }
 
+    /// The scope `(caller, key)` the request sent as `req` names, if keyed.
+    pub fn request_scope(&self, req: RequestId) -> Option<&Scope> {
+        let sent = self.sent.get(&req)?;
+        (sent.scope != NONE).then(|| &self.scopes[sent.scope as usize])
+    }
+
+    /// The fingerprint, as the client sent it, of the request sent as `req`.
+    pub fn request_fingerprint(&self, req: RequestId) -> Option<FingerprintId> {
+        self.sent.get(&req).map(|s| s.fingerprint)
+    }
+
+    /// The fingerprint a number stands for.
+    pub fn fingerprint(&self, id: FingerprintId) -> &Fingerprint {
+        &self.fingerprints[id.0 as usize]
+    }
+
+    /// The number of a fingerprint some request was sent with, if any.
+    pub fn fingerprint_id(&self, fingerprint: &Fingerprint) -> Option<FingerprintId> {
+        self.fingerprints.iter().position(|f| f == fingerprint).map(|i| FingerprintId(i as u32))
+    }
+
+    fn scope_id(&mut self, caller: &'h str, key: &'h str) -> u32 {
+        *self.scope_ids.entry((caller, key)).or_insert_with(|| {
+            self.scopes.push(Scope::new(caller, key));
+            (self.scopes.len() - 1) as u32
+        })
+    }
+
     /// The request sent as `req`, and the index of its send.
     pub fn request(&self, req: RequestId) -> Option<(usize, &'h Request)> {
-        self.sent.get(&req).copied()
+        self.sent.get(&req).map(|s| (s.at, s.request))
     }
 
     /// The index of the first send of an operation.
@@ -73,7 +131,6 @@ impl<'h> Index<'h> {
     }
 
     fn attribute(&mut self, history: &'h History) {
-        let mut ids: BTreeMap<Scope, u32> = BTreeMap::new();
         let mut holder: BTreeMap<&'h Scope, u32> = BTreeMap::new();
         let mut called: BTreeMap<&'h DownstreamKey, u32> = BTreeMap::new();
         self.attributed = vec![NONE; history.entries.len()];
@@ -81,15 +138,15 @@ impl<'h> Index<'h> {
             let Some(record) = entry.event.scope() else { continue };
             let by_request = origin_of(&entry.event)
                 .and_then(Origin::request)
-                .and_then(|req| self.request(req))
-                .and_then(|(_, request)| request.scope())
-                .map(|scope| self.id(&mut ids, scope));
+                .and_then(|req| self.sent.get(&req))
+                .map(|sent| sent.scope)
+                .filter(|&id| id != NONE);
             let id = match &entry.event {
                 Event::DownstreamEffect { downstream_key, .. } => called.get(downstream_key).copied(),
                 _ => by_request,
             }
             .or_else(|| holder.get(record).copied())
-            .unwrap_or_else(|| self.id(&mut ids, record.clone()));
+            .unwrap_or_else(|| self.scope_id(&record.caller.0, &record.key.0));
             match &entry.event {
                 Event::Claimed { .. } | Event::TakenOver { .. } if by_request.is_some() => {
                     holder.insert(record, id);
@@ -101,13 +158,6 @@ impl<'h> Index<'h> {
             }
             self.attributed[i] = id;
         }
-    }
-
-    fn id(&mut self, ids: &mut BTreeMap<Scope, u32>, scope: Scope) -> u32 {
-        *ids.entry(scope).or_insert_with_key(|scope| {
-            self.scopes.push(scope.clone());
-            (self.scopes.len() - 1) as u32
-        })
     }
 }
 

@@ -2,8 +2,8 @@
 //! heal no record is left `in_progress` past its lease plus the reconcile
 //! bound.
 
+use super::FingerprintId;
 use super::{Index, Property, Violation};
-use crate::fingerprint::Fingerprint;
 use crate::history::{Answer, Event, History};
 use crate::ids::{Scope, SimTime};
 use crate::request::{Effects, StoredResponse};
@@ -77,9 +77,8 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
     // request with this key a wrong answer (status rules), not a lost
     // effect. A background completion stores for the request that created
     // the record.
-    let mut memo = crate::fingerprint::FingerprintMemo::default();
-    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(&Scope, Option<Fingerprint>)>> = BTreeMap::new();
-    let mut created_by: BTreeMap<&Scope, Fingerprint> = BTreeMap::new();
+    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(&Scope, Option<FingerprintId>)>> = BTreeMap::new();
+    let mut created_by: BTreeMap<&Scope, FingerprintId> = BTreeMap::new();
     let mut collapsed: BTreeSet<&Scope> = BTreeSet::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -87,15 +86,14 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
                 local.insert(index.client_scope_or(i, scope));
             }
             Event::Claimed { by, scope, .. } => {
-                if let Some((_, r)) = by.request().and_then(|req| index.request(req)) {
-                    created_by.insert(scope, r.fingerprint_in(&mut memo));
+                if let Some(fingerprint) = by.request().and_then(|req| index.request_fingerprint(req)) {
+                    created_by.insert(scope, fingerprint);
                 }
             }
             Event::CompletionWritten { by, scope, response, .. } => {
-                let request = by.request().and_then(|req| index.request(req));
-                let by = match request {
-                    Some((_, r)) => Some(r.fingerprint_in(&mut memo)),
-                    None => created_by.get(scope).cloned(),
+                let by = match by.request().and_then(|req| index.request_fingerprint(req)) {
+                    Some(fingerprint) => Some(fingerprint),
+                    None => created_by.get(scope).copied(),
                 };
                 stored_for.entry(response).or_default().insert((index.client_scope_or(i, scope), by));
             }
@@ -122,12 +120,10 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         let Some((sent, request)) = index.request(*req) else {
             continue;
         };
-        let Some(scope) = request.scope() else {
+        let (Some(scope), Some(fingerprint)) = (index.request_scope(*req), index.request_fingerprint(*req)) else {
             continue;
         };
-        let fingerprint = request.fingerprint_in(&mut memo);
-        let mine =
-            |(s, f): &(&Scope, Option<Fingerprint>)| **s == scope && f.as_ref().is_none_or(|f| *f == fingerprint);
+        let mine = |(s, f): &(&Scope, Option<FingerprintId>)| *s == scope && f.is_none_or(|f| f == fingerprint);
         if stored_for.get(response).is_some_and(|owners| !owners.iter().any(mine)) {
             continue;
         }

@@ -15,7 +15,7 @@ mod replay;
 mod retry;
 mod status;
 
-pub use index::Index;
+pub use index::{FingerprintId, Index};
 pub use progress::Outcomes;
 
 use crate::history::History;

@@ -34,8 +34,8 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
             Event::ResponseSent { req, copy, answer: Answer::Executed | Answer::Replayed, response, .. } => {
                 let by = Origin::Request { req: *req, copy: *copy };
                 let scope = touched.get(&by).copied().or_else(|| {
-                    let client = index.request(*req).and_then(|(_, r)| r.scope())?;
-                    stored.get_key_value(&client).map(|(s, _)| *s)
+                    let client = index.request_scope(*req)?;
+                    stored.get_key_value(client).map(|(s, _)| *s)
                 });
                 let Some((scope, (want, at))) = scope.and_then(|s| Some((s, stored.get(s)?))) else {
                     continue;

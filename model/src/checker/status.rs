@@ -22,7 +22,6 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Keyed by handling: a duplicate copy of one send is judged on its own.
     let mut claims: BTreeMap<(RequestId, u32), (usize, Looked)> = BTreeMap::new();
     let mut stored_by: BTreeMap<(RequestId, u32), usize> = BTreeMap::new();
-    let mut memo = crate::fingerprint::FingerprintMemo::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -39,7 +38,10 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
                 let Some((_, request)) = index.request(*req) else {
                     continue;
                 };
-                let judged = judge(request, *answer, response.status, claims.get(&(*req, *copy)), &mut memo);
+                let Some(fingerprint) = index.request_fingerprint(*req).map(|f| index.fingerprint(f)) else {
+                    continue;
+                };
+                let judged = judge(request, fingerprint, *answer, response.status, claims.get(&(*req, *copy)));
                 if let Some((mut events, why)) = judged {
                     events.push(i);
                     out.push(Violation::new(Property::StatusRules, events, format!("{req}: {why}")));
@@ -61,10 +63,10 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
 /// Returns the claim event (if any) and the reason when the answer is wrong.
 fn judge(
     request: &Request,
+    fingerprint: &crate::Fingerprint,
     answer: Answer,
     status: u16,
     claim: Option<&(usize, Looked)>,
-    memo: &mut crate::fingerprint::FingerprintMemo,
 ) -> Option<(Vec<usize>, String)> {
     let required = match answer {
         Answer::MissingKey => Some(400),
@@ -95,7 +97,7 @@ fn judge(
         },
         Looked::Found(record, as_of) => {
             let claim = Claim::Existing((*record).clone());
-            match (decide(&request.fingerprint_in(memo), Some(&claim), *as_of), answer) {
+            match (decide(fingerprint, Some(&claim), *as_of), answer) {
                 (Decision::Mismatch, Answer::Mismatch)
                 | (Decision::InFlight, Answer::InFlight)
                 | (Decision::Replay(_), Answer::Replayed) => return None,
