@@ -342,9 +342,11 @@ fn default() -> Scenario {
         lesson: "Three API servers, four clients and one database under swarm faults: every seed draws its own mix \
                  of lost, duplicated and delayed messages, partitions, crashes (also between the payment call and \
                  the completion), pauses past the lease and skewed clocks. About fifty keyed requests (orders, \
-                 charges, checkouts) with concurrent duplicates, reused keys with other bodies, missing keys, \
-                 invalid-then-corrected bodies and tenants sharing key strings. The correct protocol keeps every \
-                 property; each broken variant swaps one step and is caught."
+                 charges, checkouts) with concurrent duplicates, reused keys with other bodies and on other \
+                 endpoints, missing keys, invalid-then-corrected bodies, tenants sharing key strings, and retries \
+                 late inside the 35 s expiry window and after it. The correct protocol keeps every property and \
+                 finishes what it starts; each broken variant swaps one step and is caught, by what the clients \
+                 saw."
             .into(),
         config: default_config(),
         sometimes: [
