@@ -63,6 +63,6 @@ pub use run::{draws, run_seed, run_seed_here, RunError, RunOutcome, StoreFactory
 pub use swarm::FaultProfile;
 pub use trace::{from_jsonl, to_jsonl, trace_hash, TraceError, TraceHeader};
 pub use variant::{
-    ClaimStep, CompletionStep, DownstreamKeyStep, FingerprintStep, LeaseStep, LocalEffectStep, PublishStep, RetryStep,
-    ScopeStep, Steps, SweepStep, TakeoverStep, ValidationStep, Variant,
+    ClaimStep, CompletionStep, DependencyFailureStep, DownstreamKeyStep, FingerprintStep, LeaseStep, LocalEffectStep,
+    PublishStep, ReadStep, RetryStep, ScopeStep, Steps, SweepStep, TakeoverStep, ValidationStep, Variant,
 };

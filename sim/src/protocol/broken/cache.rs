@@ -42,7 +42,6 @@ impl<P: Protocol> Protocol for StaleCache<P> {
     fn name(&self) -> String {
         match self.inner.name() {
             name if name == "correct" => "stale-cache".into(),
-            name if name.contains("read: server-cache") => name,
             name => format!("{name}, read: server-cache"),
         }
     }
@@ -129,5 +128,21 @@ impl<P: Protocol> Protocol for StaleCache<P> {
     }
     fn retry_layers(&self) -> u32 {
         self.inner.retry_layers()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::protocol::Protocol;
+    use crate::{ClaimStep, ReadStep, Steps};
+
+    /// The steps' protocol wraps a cache around the steps, which then read
+    /// the store; the name says both.
+    #[test]
+    fn a_server_cache_step_is_a_wrapped_protocol() {
+        let cached = Steps { read: ReadStep::ServerCache, ..Steps::default() };
+        assert_eq!(cached.protocol().name(), "stale-cache");
+        let two = Steps { claim: ClaimStep::PerProcessLock, ..cached };
+        assert_eq!(two.protocol().name(), "claim: per-process-lock, read: server-cache");
     }
 }

@@ -62,6 +62,10 @@ impl Protocol for Steps {
         now: SimTime,
         lease_ms: u64,
     ) -> Result<Claimed, Reply> {
+        assert!(
+            self.read == ReadStep::Store,
+            "read: server-cache keeps each server's memory: run `Steps::protocol()`, not the bare steps"
+        );
         let claimed = match self.claim {
             ClaimStep::Atomic => Correct.claim(env, s, fp, now, lease_ms).await,
             ClaimStep::CheckThenInsert => CheckThenInsert.claim(env, s, fp, now, lease_ms).await,
@@ -206,7 +210,7 @@ impl Steps {
     pub fn protocol(self) -> std::sync::Arc<dyn Protocol> {
         match self.read {
             ReadStep::Store => std::sync::Arc::new(self),
-            ReadStep::ServerCache => std::sync::Arc::new(StaleCache::new(self)),
+            ReadStep::ServerCache => std::sync::Arc::new(StaleCache::new(Steps { read: ReadStep::Store, ..self })),
         }
     }
 }
