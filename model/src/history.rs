@@ -494,6 +494,25 @@ impl Event {
         }
     }
 
+    /// Who acted, for the events that say (store writes and reads, the
+    /// execution, the dependency call).
+    pub fn origin(&self) -> Option<Origin> {
+        match self {
+            Event::Claimed { by, .. }
+            | Event::ClaimFound { by, .. }
+            | Event::TakenOver { by, .. }
+            | Event::TakeoverRefused { by, .. }
+            | Event::ExecutionStarted { by, .. }
+            | Event::RecoveryPointWritten { by, .. }
+            | Event::LocalEffectCommitted { by, .. }
+            | Event::CompletionWritten { by, .. }
+            | Event::Released { by, .. }
+            | Event::WriteFenced { by, .. }
+            | Event::DownstreamCalled { by, .. } => Some(*by),
+            _ => None,
+        }
+    }
+
     /// What an accepted completion commits, in order: the local effect row
     /// (if any), then the completion itself with its outbox messages.
     pub fn completion(by: Origin, scope: &Scope, attempt: Attempt, completion: &crate::Completion) -> Vec<Event> {

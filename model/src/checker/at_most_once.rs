@@ -20,13 +20,13 @@ struct Seen {
 /// a record keyed by more than `(caller, key)` cannot split one key's
 /// effects over several records.
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut seen: BTreeMap<Scope, Seen> = BTreeMap::new();
+    let mut seen: BTreeMap<&Scope, Seen> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::LocalEffectCommitted { scope, attempt, effect_id, .. } => {
                 let scope = index.client_scope_or(i, scope);
-                let slot = &mut seen.entry(scope.clone()).or_default().local;
+                let slot = &mut seen.entry(scope).or_default().local;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,
@@ -38,7 +38,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
             }
             Event::DownstreamEffect { scope, downstream_key } => {
                 let scope = index.client_scope_or(i, scope);
-                let slot = &mut seen.entry(scope.clone()).or_default().downstream;
+                let slot = &mut seen.entry(scope).or_default().downstream;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,

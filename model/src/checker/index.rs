@@ -136,7 +136,9 @@ impl<'h> Index<'h> {
         self.attributed = vec![NONE; history.entries.len()];
         for (i, entry) in history.entries.iter().enumerate() {
             let Some(record) = entry.event.scope() else { continue };
-            let by_request = origin_of(&entry.event)
+            let by_request = entry
+                .event
+                .origin()
                 .and_then(Origin::request)
                 .and_then(|req| self.sent.get(&req))
                 .map(|sent| sent.scope)
@@ -158,24 +160,6 @@ impl<'h> Index<'h> {
             }
             self.attributed[i] = id;
         }
-    }
-}
-
-/// Who acted, for the events that say.
-pub(super) fn origin_of(event: &Event) -> Option<Origin> {
-    match event {
-        Event::Claimed { by, .. }
-        | Event::ClaimFound { by, .. }
-        | Event::TakenOver { by, .. }
-        | Event::TakeoverRefused { by, .. }
-        | Event::ExecutionStarted { by, .. }
-        | Event::RecoveryPointWritten { by, .. }
-        | Event::LocalEffectCommitted { by, .. }
-        | Event::CompletionWritten { by, .. }
-        | Event::Released { by, .. }
-        | Event::WriteFenced { by, .. }
-        | Event::DownstreamCalled { by, .. } => Some(*by),
-        _ => None,
     }
 }
 

@@ -1,7 +1,6 @@
 //! Property 4: every response given for a completed key equals the stored
 //! one, byte for byte, and a completed record never changes.
 
-use super::index::origin_of;
 use super::{Index, Property, Violation};
 use crate::history::{Answer, Event, History, Origin};
 use crate::ids::Scope;
@@ -14,7 +13,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut touched: BTreeMap<Origin, &Scope> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
-        if let (Some(scope), Some(by @ Origin::Request { .. })) = (entry.event.scope(), origin_of(&entry.event)) {
+        if let (Some(scope), Some(by @ Origin::Request { .. })) = (entry.event.scope(), entry.event.origin()) {
             touched.insert(by, scope);
         }
         match &entry.event {

@@ -110,25 +110,9 @@ impl Protocol for LeaseShorterThanWork {
     }
 }
 
-/// [`give_back_if_lease_ran_out`] for a takeover: a granted one whose lease
-/// already ran out is released and refused.
-pub(crate) async fn give_back_takeover_if_lease_ran_out(
-    env: &dyn Env,
-    scope: &Scope,
-    takeover: Takeover,
-    asked_at: SimTime,
-    lease_ms: u64,
-) -> Takeover {
-    let Takeover::Granted(attempt) = takeover else { return takeover };
-    if env.now() < asked_at.plus_ms(lease_ms) {
-        return takeover;
-    }
-    let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
-    Takeover::Refused(None)
-}
-
-/// The check of [`LeaseShorterThanWork`]: an owned claim whose lease ran
-/// out by the server's clock is released, and the request answered 409.
+/// The check of [`LeaseShorterThanWork`] for a claim: an owned claim whose
+/// lease ran out by the server's clock is released, and the request
+/// answered 409.
 pub(crate) async fn give_back_if_lease_ran_out(
     env: &dyn Env,
     scope: &Scope,
@@ -137,11 +121,35 @@ pub(crate) async fn give_back_if_lease_ran_out(
     lease_ms: u64,
 ) -> Result<Claimed, Reply> {
     let Claim::Owned(attempt) = claimed.claim else { return Ok(claimed) };
+    match gave_back(env, scope, attempt, asked_at, lease_ms).await {
+        true => Err(Reply::lease_lost(env.settings())),
+        false => Ok(claimed),
+    }
+}
+
+/// The same check for a takeover: a granted one is released and refused.
+pub(crate) async fn give_back_takeover_if_lease_ran_out(
+    env: &dyn Env,
+    scope: &Scope,
+    takeover: Takeover,
+    asked_at: SimTime,
+    lease_ms: u64,
+) -> Takeover {
+    let Takeover::Granted(attempt) = takeover else { return takeover };
+    match gave_back(env, scope, attempt, asked_at, lease_ms).await {
+        true => Takeover::Refused(None),
+        false => takeover,
+    }
+}
+
+/// Releases `attempt` if the lease asked for at `asked_at` ran out by the
+/// server's clock; whether it did.
+async fn gave_back(env: &dyn Env, scope: &Scope, attempt: Attempt, asked_at: SimTime, lease_ms: u64) -> bool {
     if env.now() < asked_at.plus_ms(lease_ms) {
-        return Ok(claimed);
+        return false;
     }
     let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
-    Err(Reply::lease_lost(env.settings()))
+    true
 }
 
 /// `scope: key-and-body`: the record is keyed by the caller, the key and
