@@ -64,6 +64,7 @@ pub fn check(config: &SimConfig) -> Result<(), ConfigError> {
     at_most("protocol.retry.attempts_max", r.attempts_max.into(), COUNT_MAX.into())?;
     at_most("protocol.retry.budget.tokens_max", r.budget.tokens_max.into(), 1_000_000)?;
     at_most("protocol.amplification_max_percent", p.amplification_max_percent.into(), 100_000)?;
+    at_most("protocol.progress_min_percent", p.progress_min_percent.into(), 100)?;
     at_most("phases.fault_ms", c.phases.fault_ms, PHASE_MS_MAX)?;
     at_most("phases.heal_ms", c.phases.heal_ms, PHASE_MS_MAX)?;
     at_most("workload.spread_ms", c.workload.spread_ms, PHASE_MS_MAX)?;
@@ -77,6 +78,9 @@ pub fn check(config: &SimConfig) -> Result<(), ConfigError> {
         ("missing_key", m.missing_key),
         ("invalid_then_fixed", m.invalid_then_fixed),
         ("tenant_collision", m.tenant_collision),
+        ("other_endpoint", m.other_endpoint),
+        ("late_retry", m.late_retry),
+        ("after_window", m.after_window),
     ];
     for (name, w) in weights {
         at_most(&format!("workload.mix.{name}"), w.into(), WEIGHT_MAX.into())?;

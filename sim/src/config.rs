@@ -427,6 +427,12 @@ mod tests {
         c.phases.fault_ms = u64::MAX;
         let err = c.validate().unwrap_err().to_string();
         assert!(err.contains("phases.fault_ms is 18446744073709551615, more than its bound"), "{err}");
+        let mut c = SimConfig::default();
+        c.protocol.progress_min_percent = 500;
+        assert!(c.validate().unwrap_err().to_string().contains("protocol.progress_min_percent is 500"));
+        let mut c = SimConfig::default();
+        c.workload.mix.late_retry = u32::MAX;
+        assert!(c.validate().unwrap_err().to_string().contains("workload.mix.late_retry"));
     }
 
     #[test]
