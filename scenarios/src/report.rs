@@ -179,7 +179,7 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     let o = &r.coverage_total.outcomes;
     writeln!(
         out,
-        "  operations: {} ({}% acknowledged, {}% gave up, {}% ended with an error; progress needs {}% per seed)",
+        "  operations: {} ({}% acknowledged, {}% gave up, {}% ended with an error; progress needs {}% of those sent after the faults healed)",
         o.operations,
         o.percent(o.acknowledged),
         o.percent(o.gave_up),
