@@ -14,7 +14,7 @@ pub(crate) fn drive(node: &Rc<Node>, ops: Vec<Operation>) {
         madsim::task::spawn_local(async move {
             sleep_ms(op.start_ms.saturating_sub(true_now().0)).await;
             let protocol = node.sim.with(|w| w.protocol.clone());
-            let env = SimClient::new(&node, op.client);
+            let env = SimClient::new(&node, &op);
             crate::protocol::run_operation(&*protocol, &env, op.op, &op.request).await;
         });
     }

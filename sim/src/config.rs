@@ -383,6 +383,12 @@ impl SimConfig {
                     o.op.0, o.client, self.topology.clients
                 )));
             }
+            if let Some(s) = o.servers.iter().find(|&&s| s >= self.topology.servers) {
+                return Err(ConfigError(format!(
+                    "workload.operations: operation {} sends to server {s} of {}",
+                    o.op.0, self.topology.servers
+                )));
+            }
             if !ids.insert(o.op) {
                 return Err(ConfigError(format!("workload.operations: operation {} appears twice", o.op.0)));
             }

@@ -5,10 +5,10 @@
 //! moment.
 
 use crate::config::{ProtocolSettings, SimConfig};
+use crate::msg::origin_key;
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::{sleep_ms, Node};
 use crate::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
-use crate::rng::{between, chance};
 use crate::world::{true_now, Sim};
 use async_trait::async_trait;
 use idemsim_model::history::{Fault, Origin};
@@ -24,6 +24,30 @@ pub(crate) struct SimEnv {
     config: Arc<SimConfig>,
     /// The request being handled, for the lost-response fault.
     req: Option<RequestId>,
+    /// This handler's draws: keyed by its origin and incarnation (not its
+    /// node, see `Msg::key`),
+    /// numbered in the order it takes them.
+    draws: Draws,
+}
+
+/// The keyed draws of one handler or one operation, taken in order.
+struct Draws {
+    key: u64,
+    /// An atomic only because environments must be `Sync`; a run is one
+    /// thread.
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Draws {
+    fn new(sim: &Sim, parts: &[u64]) -> Draws {
+        let key = sim.with(|w| w.fresh_key(crate::rng::key(parts)));
+        Draws { key, next: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// The key and slot of the next draw.
+    fn next(&self) -> (u64, u64) {
+        (self.key, self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 impl SimEnv {
@@ -34,7 +58,8 @@ impl SimEnv {
             Origin::Request { req, .. } => Some(req),
             _ => None,
         };
-        SimEnv { node: Node { id: node.id, sim: node.sim.clone() }, origin, config, req }
+        let draws = Draws::new(&node.sim, &[origin_key(origin)]);
+        SimEnv { node: Node { id: node.id, sim: node.sim.clone() }, origin, config, req, draws }
     }
 
     fn sim(&self) -> &Sim {
@@ -45,17 +70,19 @@ impl SimEnv {
     /// its lease before completing.
     async fn before_completion(&self) -> Proceed {
         let id = self.node.id;
+        let (key, slot) = self.draws.next();
         let crash =
-            self.sim().with(|w| w.faults_on && chance(&mut w.server_rng, w.profile.crash_before_complete_permille));
+            self.sim().with(|w| w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille));
         if crash {
-            let down_ms = self.sim().with(|w| between(&mut w.server_rng, 50, w.profile.down_ms_max.max(500)));
+            let down_ms =
+                self.sim().with(|w| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)));
             self.sim().crash(id, down_ms);
             std::future::pending::<()>().await;
         }
         let pause_ms = self.sim().with(|w| {
-            let on = w.faults_on && chance(&mut w.server_rng, w.profile.pause_before_complete_permille);
+            let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
             let lease = w.config.protocol.lease_ms;
-            on.then(|| between(&mut w.server_rng, lease + lease / 2, 3 * lease))
+            on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
         });
         if let Some(ms) = pause_ms {
             self.sim().pause(id, ms);
@@ -68,8 +95,9 @@ impl SimEnv {
     fn after_completion(&self) -> Proceed {
         let Some(req) = self.req else { return Proceed::Continue };
         let from = self.node.id;
+        let (key, slot) = self.draws.next();
         let lost = self.sim().with(|w| {
-            let lost = w.faults_on && chance(&mut w.server_rng, w.profile.lose_response_permille);
+            let lost = w.faults_on && w.servers.chance(key, slot, w.profile.lose_response_permille);
             if lost {
                 let to = w.client_of(req);
                 let what = format!("response to {req} (lost after commit)");
@@ -144,7 +172,8 @@ impl Env for SimEnv {
     }
 
     fn work_ms(&self) -> u64 {
-        self.sim().with(|w| between(&mut w.server_rng, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]))
+        let (key, slot) = self.draws.next();
+        self.sim().with(|w| w.servers.between(key, slot, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]))
     }
 
     async fn fault(&self, site: FaultSite) -> Proceed {
@@ -168,12 +197,21 @@ pub(crate) struct SimClient {
     node: Node,
     client: u32,
     config: Arc<SimConfig>,
+    /// This operation's draws (servers picked, backoff), keyed by the
+    /// operation, not by the client, so moving an operation to another
+    /// client keeps them.
+    draws: Draws,
+    /// The operation's pinned servers, and how many sends picked one.
+    servers: Vec<u32>,
+    sends: std::sync::atomic::AtomicUsize,
 }
 
 impl SimClient {
-    pub fn new(node: &Node, client: u32) -> SimClient {
+    pub fn new(node: &Node, op: &crate::workload::Operation) -> SimClient {
         let config = node.sim.with(|w| w.config.clone());
-        SimClient { node: Node { id: node.id, sim: node.sim.clone() }, client, config }
+        let draws = Draws::new(&node.sim, &[u64::from(op.op.0)]);
+        let (client, servers, sends) = (op.client, op.servers.clone(), Default::default());
+        SimClient { node: Node { id: node.id, sim: node.sim.clone() }, client, config, draws, servers, sends }
     }
 }
 
@@ -193,11 +231,15 @@ impl ClientEnv for SimClient {
 
     fn pick_server(&self) -> NodeId {
         let servers = u64::from(self.config.topology.servers);
-        self.node.sim.with(|w| NodeId::Server(between(&mut w.client_rng, 0, servers - 1) as u32))
+        let (key, slot) = self.draws.next();
+        let send = self.sends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let drawn = || self.node.sim.with(|w| w.clients.between(key, slot, 0, servers - 1) as u32);
+        NodeId::Server(self.servers.get(send).copied().unwrap_or_else(drawn))
     }
 
     fn draw(&self, lo: u64, hi: u64) -> u64 {
-        self.node.sim.with(|w| between(&mut w.client_rng, lo, hi))
+        let (key, slot) = self.draws.next();
+        self.node.sim.with(|w| w.clients.between(key, slot, lo, hi))
     }
 
     fn first_send(&self) {

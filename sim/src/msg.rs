@@ -39,7 +39,38 @@ pub(crate) enum ReplyBody {
     Ack,
 }
 
+/// A stable number for an origin, for keyed draws.
+pub(crate) fn origin_key(origin: Origin) -> u64 {
+    match origin {
+        Origin::Request { req, copy } => crate::rng::key(&[1, req_key(req), u64::from(copy)]),
+        Origin::Reconciler => 2,
+        Origin::Sweeper => 3,
+        Origin::Relay => 4,
+    }
+}
+
+/// A stable number for a send.
+pub(crate) fn req_key(req: RequestId) -> u64 {
+    u64::from(req.op.0) << 32 | u64::from(req.try_no.0)
+}
+
 impl Msg {
+    /// What this message is, for keyed draws, before counting how many
+    /// such messages went before.
+    pub fn key(&self) -> u64 {
+        let what = match self {
+            Msg::Request { req, .. } => crate::rng::key(&[1, req_key(*req)]),
+            Msg::Response { req, .. } => crate::rng::key(&[2, req_key(*req)]),
+            Msg::Call { id, .. } => crate::rng::key(&[3, *id]),
+            Msg::Reply { id, .. } => crate::rng::key(&[4, *id]),
+            Msg::Notify => 5,
+        };
+        // Not which node: a shrink that moves an operation to another
+        // client or server keeps its messages' fates. Copies of the same
+        // message are told apart by `World::fresh_key`.
+        what
+    }
+
     /// False for store calls and replies: a database session is a TCP
     /// connection and never delivers a statement twice.
     pub fn may_duplicate(&self) -> bool {

@@ -12,7 +12,6 @@
 //! agenda task delivers each copy into the receiver's mailbox at its time.
 
 use crate::msg::Msg;
-use crate::rng::{between, chance};
 use crate::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
@@ -31,31 +30,31 @@ impl World {
         if self.nodes.get(&from).is_some_and(|n| n.cut_out) {
             return self.dropped(from, to, &msg, "sender partitioned");
         }
-        let p = &self.profile;
+        // Every draw about this message is keyed by the message itself.
+        let key = self.fresh_key(msg.key());
+        let (net, p) = (self.net, &self.profile);
         let (lo, hi) = (p.latency_ms[0], p.latency_ms[1]);
-        if self.faults_on && chance(&mut self.net_rng, p.drop_permille) {
+        if self.faults_on && net.chance(key, 0, p.drop_permille) {
             return self.dropped(from, to, &msg, "lost");
         }
-        if self.faults_on && msg.may_duplicate() && chance(&mut self.net_rng, p.dup_permille) {
-            let copy_to = self.duplicate_target(to, &msg);
-            let extra = between(&mut self.net_rng, 0, self.profile.dup_delay_max_ms);
-            let delay = between(&mut self.net_rng, lo, hi) + extra;
+        if self.faults_on && msg.may_duplicate() && net.chance(key, 1, p.dup_permille) {
+            let copy_to = self.duplicate_target(to, &msg, key);
+            let extra = net.between(key, 3, 0, self.profile.dup_delay_max_ms);
+            let delay = net.between(key, 4, lo, hi) + extra;
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
             self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
         }
-        let delay = between(&mut self.net_rng, lo, hi);
+        let delay = net.between(key, 5, lo, hi);
         self.schedule_at(now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
     }
 
     /// A duplicated client request may reach another server (a load
     /// balancer retrying); anything else is duplicated on its own link.
-    fn duplicate_target(&mut self, to: NodeId, msg: &Msg) -> NodeId {
+    fn duplicate_target(&mut self, to: NodeId, msg: &Msg, key: u64) -> NodeId {
         let servers = u64::from(self.config.topology.servers);
         match (msg, to) {
-            (Msg::Request { .. }, NodeId::Server(_)) => {
-                NodeId::Server(between(&mut self.net_rng, 0, servers - 1) as u32)
-            }
+            (Msg::Request { .. }, NodeId::Server(_)) => NodeId::Server(self.net.between(key, 2, 0, servers - 1) as u32),
             _ => to,
         }
     }

@@ -51,11 +51,17 @@ impl Node {
     /// Calls `to` and waits for the reply, or `None` after `timeout_ms`.
     pub async fn call(&self, to: NodeId, origin: Origin, body: CallBody, timeout_ms: u64) -> Option<ReplyBody> {
         let (tx, rx) = oneshot::channel();
+        // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
+        // (and its reply's) do not depend on how many calls came before.
         let id = self.sim.with(|w| {
-            w.next_call += 1;
-            w.calls.insert(w.next_call, tx);
-            w.call_owners.insert(w.next_call, self.id);
-            w.next_call
+            let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
+            let mut id = w.fresh_key(what);
+            while w.calls.contains_key(&id) {
+                id = crate::rng::key(&[id]);
+            }
+            w.calls.insert(id, tx);
+            w.call_owners.insert(id, self.id);
+            id
         });
         self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
         let reply = crate::alarm::within(timeout_ms, rx).await;

@@ -57,6 +57,16 @@ impl FaultAction {
             | FaultAction::Skew { node, .. } => *node,
         }
     }
+
+    /// The node the fault hits, to move the fault elsewhere.
+    pub fn node_mut(&mut self) -> &mut NodeId {
+        match self {
+            FaultAction::Crash { node, .. }
+            | FaultAction::Pause { node, .. }
+            | FaultAction::Partition { node, .. }
+            | FaultAction::Skew { node, .. } => node,
+        }
+    }
 }
 
 /// A fault and when it happens (ms into the run).

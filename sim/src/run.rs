@@ -5,7 +5,7 @@ use crate::config::{ConfigError, Durability, FaultSettings, SimConfig};
 use crate::node::Node;
 use crate::plan::{FaultAction, TimedFault};
 use crate::protocol::Protocol;
-use crate::rng::{child_seed, stream, Stream};
+use crate::rng::{child_seed, stream, Keyed, Stream};
 use crate::swarm::FaultProfile;
 use crate::workload::Operation;
 use crate::world::{Action, Sim, World};
@@ -312,9 +312,10 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         history: history_for(&config, ops.len()),
         store,
         protocol: subject.protocol_for(&config),
-        net_rng: stream(seed, Stream::Net),
-        client_rng: stream(seed, Stream::Clients),
-        server_rng: stream(seed, Stream::Servers),
+        net: Keyed::new(seed, Stream::Net),
+        clients: Keyed::new(seed, Stream::Clients),
+        servers: Keyed::new(seed, Stream::Servers),
+        occurrences: BTreeMap::new(),
         faults_on: true,
         nodes: BTreeMap::new(),
         agenda: BTreeMap::new(),
@@ -322,7 +323,6 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         kicked: false,
         stopping: false,
         agenda_waker: None,
-        next_call: 0,
         steps: 0,
         abort: Some(abort_tx),
         aborted: None,

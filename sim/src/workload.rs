@@ -19,6 +19,12 @@ pub struct Operation {
     pub kind: OpKind,
     /// The request, sent unchanged on every try.
     pub request: Request,
+    /// The server each send goes to, in order (`servers[0]` for the first
+    /// try); a send past the end of the list goes to a drawn server. Drawn
+    /// workloads leave it empty; a shrunk file pins it, so that dropping
+    /// servers keeps every send where it went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<u32>,
 }
 
 /// The kinds of operation of [`Mix`].
@@ -166,7 +172,7 @@ impl Gen<'_> {
 
     fn push(&mut self, client: u32, start_ms: u64, kind: OpKind, request: Request) {
         let op = OpId(self.ops.len() as u32 + 1);
-        self.ops.push(Operation { op, client, start_ms, kind, request });
+        self.ops.push(Operation { op, client, start_ms, kind, request, servers: Vec::new() });
     }
 
     fn client(&mut self) -> u32 {

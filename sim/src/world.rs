@@ -7,7 +7,7 @@
 use crate::config::SimConfig;
 use crate::msg::Msg;
 use crate::plan::FaultAction;
-use crate::rng::SimRng;
+use crate::rng::Keyed;
 use crate::swarm::FaultProfile;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
@@ -52,9 +52,12 @@ pub(crate) struct World {
     pub profile: FaultProfile,
     pub history: History,
     pub store: Arc<dyn IdempotencyStore>,
-    pub net_rng: SimRng,
-    pub client_rng: SimRng,
-    pub server_rng: SimRng,
+    /// Keyed draws of the network, the clients and the servers.
+    pub net: Keyed,
+    pub clients: Keyed,
+    pub servers: Keyed,
+    /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
+    pub occurrences: BTreeMap<u64, u32>,
     pub faults_on: bool,
     pub nodes: BTreeMap<NodeId, NodeState>,
     pub agenda: BTreeMap<(u64, u64), Action>,
@@ -65,7 +68,6 @@ pub(crate) struct World {
     pub agenda_waker: Option<std::task::Waker>,
     /// The run is over: the agenda task returns.
     pub stopping: bool,
-    pub next_call: u64,
     pub steps: u64,
     pub abort: Option<oneshot::Sender<String>>,
     /// Why the run was cut short, once it was.
@@ -168,6 +170,15 @@ impl World {
         let at = true_now();
         tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&event));
         self.history.push(at, node, event);
+    }
+
+    /// `base` made unique within the run: its n-th use gives the n-th key.
+    /// Keyed draws and call ids use it, so that what one thing draws never
+    /// depends on how many other things drew before it.
+    pub fn fresh_key(&mut self, base: u64) -> u64 {
+        let n = self.occurrences.entry(base).or_insert(0);
+        *n += 1;
+        crate::rng::key(&[base, u64::from(*n)])
     }
 
     /// Counts one step against the budget.
