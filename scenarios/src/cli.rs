@@ -657,10 +657,9 @@ fn shrink_and_write(
         .iter()
         .find(|v| v.property == shrunk.property)
         .map(|v| idemsim_sim::story::story_with(&o.history, v, all));
-    let steps = story.as_deref().map_or(0, |s| s.lines().filter(|l| l.contains(". at ")).count());
     let _ = writeln!(out, "  property: {}", shrunk.property.name());
     let _ = writeln!(out, "  before:   {}", shrunk.before);
-    let _ = writeln!(out, "  after:    {}, a story of {steps} steps", shrunk.after);
+    let _ = writeln!(out, "  after:    {}", shrunk.after);
     let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
     let _ = writeln!(out, "story:\n{}", story.unwrap_or_default());
     let _ = writeln!(out, "wrote {}", path.display());

@@ -1,11 +1,20 @@
 //! Shrinking a failing seed to a small scenario file.
 //!
 //! The seed's drawn fault plan and workload are written out as an explicit
-//! schedule (`faults.scheduled`, `workload.operations`), which replays the
-//! same run. Then delta debugging removes what the failure does not need
-//! (timed faults, operations, message-level fault knobs, clients, servers)
-//! and shortens what it does (pauses, outages, partitions, latency), keeping
-//! each change only if the same property still breaks on the same seed.
+//! schedule (`faults.scheduled`, `workload.operations`, with the server of
+//! every send pinned), which replays the same run. Then delta debugging
+//! removes what the failure does not need (timed faults, operations,
+//! message-level fault knobs), folds what is left onto as few clients and
+//! servers as still fail, shortens what it keeps (pauses, outages,
+//! partitions, latency, the gaps between operations, the phases after the
+//! violation), and repeats until nothing more goes: the result is
+//! 1-minimal, no single fault, operation or knob can be removed. Each change
+//! is kept only if the same kind of violation of the same property still
+//! happens on the same seed.
+//!
+//! This works because a run's draws are keyed by what they decide (see
+//! `idemsim_sim::rng::Keyed`): removing one operation does not change what
+//! the others draw.
 
 use crate::scenario::{Expect, Reproduces, Scenario};
 use idemsim_model::Property;
@@ -13,6 +22,7 @@ use idemsim_sim::plan::{FaultAction, TimedFault};
 use idemsim_sim::workload::Operation;
 use idemsim_sim::{draws, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 /// What to shrink.
 pub struct ShrinkSpec<'a> {
@@ -46,14 +56,16 @@ pub struct Size {
     pub fault_knobs: usize,
     /// History events.
     pub events: usize,
+    /// Lines of the violation's story (its summary and numbered steps).
+    pub story_lines: usize,
 }
 
 impl std::fmt::Display for Size {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} timed faults, {} fault knobs, {} operations, {} clients, {} servers, {} events",
-            self.faults, self.fault_knobs, self.operations, self.clients, self.servers, self.events
+            "{} timed faults, {} fault knobs, {} operations, {} clients, {} servers, {} events, a story of {} lines",
+            self.faults, self.fault_knobs, self.operations, self.clients, self.servers, self.events, self.story_lines
         )
     }
 }
@@ -88,7 +100,8 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
             ),
         });
     };
-    let (profile, faults, operations) = draws(&config, spec.seed);
+    let (profile, faults, mut operations) = draws(&config, spec.seed);
+    pin_servers(&mut operations, &first);
     let mut explicit = config.clone();
     explicit.faults = FaultSettings::Scheduled { profile, faults };
     explicit.workload.operations = Some(operations);
@@ -101,7 +114,7 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
         runs: 0,
         runs_max: spec.runs_max.max(1),
     };
-    let before = size(&explicit, first.history.entries.len());
+    let before = size(&explicit, &first, property);
     if !s.fails(&explicit) {
         return Err(format!(
             "seed {}: the explicit schedule does not reproduce the failure (a bug in idemsim)",
@@ -110,7 +123,7 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
     }
     let shrunk = s.minimise(explicit);
     let outcome = run_seed(&shrunk, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
-    let after = size(&shrunk, outcome.history.entries.len());
+    let after = size(&shrunk, &outcome, property);
     let scenario = minimal_scenario(spec, shrunk, property);
     Ok(Shrunk { scenario, property, before, after, runs: s.runs, outcome })
 }
@@ -143,7 +156,35 @@ fn minimal_scenario(spec: &ShrinkSpec<'_>, mut config: SimConfig, property: Prop
     }
 }
 
-fn size(config: &SimConfig, events: usize) -> Size {
+/// Pins the server of every send of `ops` to where it went in `run`.
+fn pin_servers(ops: &mut [Operation], run: &RunOutcome) {
+    let mut sent: std::collections::BTreeMap<idemsim_model::OpId, Vec<u32>> = Default::default();
+    for e in &run.history.entries {
+        if let idemsim_model::Event::RequestSent { req, to: idemsim_model::NodeId::Server(s), .. } = &e.event {
+            let servers = sent.entry(req.op).or_default();
+            assert_eq!(servers.len() + 1, req.try_no.0 as usize, "sends of {} out of order", req.op.0);
+            servers.push(*s);
+        }
+    }
+    for o in ops {
+        o.servers = sent.remove(&o.op).unwrap_or_default();
+    }
+}
+
+/// The number of lines of `run`'s story of its first violation of `property`.
+pub fn story_lines(run: &RunOutcome, property: Property) -> usize {
+    let v = run.violations.iter().find(|v| v.property == property).or(run.violations.first());
+    v.map_or(0, |v| story_size(&idemsim_sim::story::story(&run.history, v)))
+}
+
+/// Counts a story's summary and numbered steps.
+pub fn story_size(story: &str) -> usize {
+    story.lines().filter(|l| l.starts_with("  in short:") || l.contains(". at ")).count()
+}
+
+fn size(config: &SimConfig, run: &RunOutcome, property: Property) -> Size {
+    let events = run.history.entries.len();
+    let story_lines = story_lines(run, property);
     let (faults, knobs) = match &config.faults {
         FaultSettings::Scheduled { profile, faults } => (faults.len(), knobs(profile).len()),
         _ => (0, 0),
@@ -155,6 +196,7 @@ fn size(config: &SimConfig, events: usize) -> Size {
         servers: config.topology.servers,
         fault_knobs: knobs,
         events,
+        story_lines,
     }
 }
 
@@ -210,6 +252,9 @@ impl Shrinker {
         false
     }
 
+    /// Shrinks until a whole round changes nothing: the last round tried
+    /// removing each remaining fault, operation and knob on its own (ddmin
+    /// ends on single-item complements), so the result is 1-minimal.
     fn minimise(&mut self, mut config: SimConfig) -> SimConfig {
         loop {
             let before = config.clone();
@@ -219,6 +264,9 @@ impl Shrinker {
             self.drop_clients(&mut config);
             self.drop_servers(&mut config);
             self.shorten(&mut config);
+            self.tighten(&mut config);
+            self.lower_budget(&mut config);
+            self.knobs_to_faults(&mut config);
             if config == before || self.runs >= self.runs_max {
                 return config;
             }
@@ -262,8 +310,22 @@ impl Shrinker {
         }
     }
 
-    /// Renumbers the clients that still send something to `0..n`.
+    /// Moves every operation to one client if the failure allows, else
+    /// renumbers the clients that still send something to `0..n`.
     fn drop_clients(&mut self, config: &mut SimConfig) {
+        if config.topology.clients > 1 {
+            let mut candidate = config.clone();
+            candidate.topology.clients = 1;
+            if let Some(ops) = &mut candidate.workload.operations {
+                ops.iter_mut().for_each(|o| o.client = 0);
+            }
+            if let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults {
+                faults.retain(|f| !matches!(f.action.node(), idemsim_model::NodeId::Client(c) if c > 0));
+            }
+            if self.try_config(config, candidate) {
+                return;
+            }
+        }
         let Some(ops) = &config.workload.operations else { return };
         let used: std::collections::BTreeSet<u32> = ops.iter().map(|o| o.client).collect();
         let n = used.len().max(1) as u32;
@@ -282,7 +344,33 @@ impl Shrinker {
         self.try_config(config, candidate);
     }
 
+    /// Sends everything to one server if the failure allows, else keeps
+    /// only the servers that a send or a timed fault names, renumbered.
     fn drop_servers(&mut self, config: &mut SimConfig) {
+        if config.topology.servers > 1 {
+            let mut candidate = config.clone();
+            renumber_servers(&mut candidate, &|_| 0, 1);
+            if self.try_config(config, candidate) {
+                return;
+            }
+        }
+        let mut used = BTreeSet::new();
+        if let Some(ops) = &config.workload.operations {
+            used.extend(ops.iter().flat_map(|o| o.servers.iter().copied()));
+        }
+        if let FaultSettings::Scheduled { faults, .. } = &config.faults {
+            used.extend(faults.iter().filter_map(|f| match f.action.node() {
+                idemsim_model::NodeId::Server(s) => Some(s),
+                _ => None,
+            }));
+        }
+        let n = used.len().max(1) as u32;
+        if n < config.topology.servers {
+            let mut candidate = config.clone();
+            let rank = |s: u32| used.iter().position(|&u| u == s).unwrap_or(0) as u32;
+            renumber_servers(&mut candidate, &rank, n);
+            self.try_config(config, candidate);
+        }
         while config.topology.servers > 1 {
             let mut candidate = config.clone();
             let n = candidate.topology.servers - 1;
@@ -326,6 +414,125 @@ impl Shrinker {
             }
         }
     }
+}
+
+/// Moves every send and every server fault from server `s` to server
+/// `rank(s)` of `n`.
+fn renumber_servers(config: &mut SimConfig, rank: &dyn Fn(u32) -> u32, n: u32) {
+    config.topology.servers = n;
+    if let Some(ops) = &mut config.workload.operations {
+        ops.iter_mut().flat_map(|o| o.servers.iter_mut()).for_each(|s| *s = rank(*s));
+    }
+    if let FaultSettings::Scheduled { faults, .. } = &mut config.faults {
+        for f in faults.iter_mut() {
+            if let idemsim_model::NodeId::Server(s) = f.action.node_mut() {
+                *s = rank(*s);
+            }
+        }
+    }
+}
+
+impl Shrinker {
+    /// Turns the crashes and pauses that fault sites drew (a holder
+    /// crashing or freezing before it completes) into timed faults at the
+    /// same moments, and switches those knobs off. What made them fire (an
+    /// operation on another key, say) can then go, and delta debugging
+    /// keeps only the faults that matter.
+    fn knobs_to_faults(&mut self, config: &mut SimConfig) {
+        let FaultSettings::Scheduled { profile, faults } = &config.faults else { return };
+        if profile.crash_before_complete_permille == 0 && profile.pause_before_complete_permille == 0 {
+            return;
+        }
+        let Ok(run) = run_seed(config, &self.subject, self.seed) else { return };
+        let planned: BTreeSet<(u64, idemsim_model::NodeId)> =
+            faults.iter().map(|f| (f.at_ms, f.action.node())).collect();
+        let entries = &run.history.entries;
+        let mut drawn = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            let idemsim_model::Event::Fault(fault) = &e.event else { continue };
+            let action = match *fault {
+                idemsim_model::history::Fault::Paused { node, for_ms } => FaultAction::Pause { node, for_ms },
+                idemsim_model::history::Fault::Crashed { node } => {
+                    let restart = entries[i..].iter().find(|r| {
+                        matches!(r.event, idemsim_model::Event::Fault(idemsim_model::history::Fault::Restarted { node: n }) if n == node)
+                    });
+                    let Some(r) = restart else { continue };
+                    FaultAction::Crash { node, down_ms: r.at.0 - e.at.0 }
+                }
+                _ => continue,
+            };
+            if !planned.contains(&(e.at.0, action.node())) {
+                drawn.push(TimedFault { at_ms: e.at.0, action });
+            }
+        }
+        let mut candidate = config.clone();
+        if let FaultSettings::Scheduled { profile, faults } = &mut candidate.faults {
+            profile.crash_before_complete_permille = 0;
+            profile.pause_before_complete_permille = 0;
+            faults.extend(drawn);
+            faults.sort_by_key(|f| f.at_ms);
+        }
+        self.try_config(config, candidate);
+    }
+
+    /// Halves the clients' retry budget while the failure stays, so that
+    /// operations that were only there to drain it can go.
+    fn lower_budget(&mut self, config: &mut SimConfig) {
+        while config.protocol.retry.budget.tokens_max > 0 {
+            let mut candidate = config.clone();
+            candidate.protocol.retry.budget.tokens_max /= 2;
+            if !self.try_config(config, candidate) {
+                return;
+            }
+        }
+    }
+
+    /// Moves everything earlier (the run starts where the first operation
+    /// or fault does), halves the gaps between operations, and ends the
+    /// phases soon after the violation, while the failure stays.
+    fn tighten(&mut self, config: &mut SimConfig) {
+        for _ in 0..6 {
+            let Some(candidate) = earlier(config) else { break };
+            if !self.try_config(config, candidate) {
+                break;
+            }
+        }
+        let Ok(run) = run_seed(config, &self.subject, self.seed) else { return };
+        let Some(v) = run.violations.iter().find(|v| v.property == self.property) else { return };
+        let last = v.events.iter().filter_map(|&i| run.history.entries.get(i)).map(|e| e.at.0).max().unwrap_or(0);
+        let mut candidate = config.clone();
+        let phases = &mut candidate.phases;
+        phases.fault_ms = phases.fault_ms.min(last + 1_000);
+        if self.try_config(config, candidate) {
+            while config.phases.heal_ms > 2_000 {
+                let mut candidate = config.clone();
+                candidate.phases.heal_ms /= 2;
+                if !self.try_config(config, candidate) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// `config` with every operation and timed fault moved earlier: by the
+/// time before the first of them, and with the gaps between operations
+/// halved; `None` when nothing moves.
+fn earlier(config: &SimConfig) -> Option<SimConfig> {
+    let mut c = config.clone();
+    let ops = c.workload.operations.as_mut()?;
+    ops.sort_by_key(|o| (o.start_ms, o.op));
+    let first = ops.first()?.start_ms;
+    let FaultSettings::Scheduled { faults, .. } = &mut c.faults else { return None };
+    let shift = faults.iter().map(|f| f.at_ms).min().unwrap_or(first).min(first);
+    let mut prev = (first, first - shift);
+    for o in ops.iter_mut() {
+        let gap = o.start_ms - prev.0;
+        prev = (o.start_ms, prev.1 + gap / 2);
+        o.start_ms = prev.1;
+    }
+    faults.iter_mut().for_each(|f| f.at_ms -= shift);
+    (c != *config).then_some(c)
 }
 
 /// Halves a fault's duration (or skew); false when already short.
