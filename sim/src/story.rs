@@ -62,7 +62,11 @@ pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
     chosen.dedup();
     // The story ends where the property broke; a record left stuck is a
     // story of what came after its claim, so it runs to the end.
-    let stuck = violation.property == idemsim_model::Property::Liveness && violation.events.len() == 1;
+    let stuck = violation.property == idemsim_model::Property::Liveness
+        && violation.events.len() == 1
+        && violation.events.iter().all(|&i| {
+            history.entries.get(i).is_some_and(|e| matches!(e.event, Event::Claimed { .. } | Event::TakenOver { .. }))
+        });
     if let Some(&last) = violation.events.iter().max().filter(|_| !stuck) {
         chosen.retain(|&i| i <= last);
     }
@@ -82,23 +86,29 @@ pub fn story(history: &History, violation: &Violation) -> String {
 pub fn story_with(history: &History, violation: &Violation, all: bool) -> String {
     let mut chosen = story_events(history, violation);
     let end = chosen.last().copied().unwrap_or(0);
-    let omitted = (end + 1).saturating_sub(chosen.len());
     if all {
         chosen = (0..=end.min(history.entries.len().saturating_sub(1))).collect();
+    } else {
+        chosen = condense(history, violation, chosen);
     }
-    let mut lines: Vec<(SimTime, usize, String)> = Vec::new();
+    let omitted = (end + 1).saturating_sub(chosen.len());
+    let mut lines: Vec<Line> = Vec::new();
     for &i in &chosen {
         let e = &history.entries[i];
         let mark = if violation.events.contains(&i) { "   <== here" } else { "" };
-        lines.push((e.at, i, format!("{}: {}{mark}", e.node, describe(&e.event))));
+        let retry = if all { String::new() } else { retry_of(history, i) };
+        lines.push((e.at, i, format!("{}: {}{retry}{mark}", e.node, describe(&e.event))));
         if let Some((until, text)) = lease_ran_out(history, i) {
             if chosen.last().is_some_and(|&last| until <= history.entries[last].at) {
                 let after = history.entries[i..].iter().position(|x| x.at >= until).map_or(usize::MAX, |k| i + k);
-                lines.push((until, after.saturating_sub(1), text));
+                lines.push((until, after.saturating_sub(1).max(i), text));
             }
         }
     }
     lines.sort_by_key(|(at, i, _)| (*at, *i));
+    if !all {
+        lines = fold_repeated_tries(history, violation, lines);
+    }
     let mut out = String::new();
     let _ = writeln!(out, "  in short: {}", summary(history, violation));
     for (n, (at, _, text)) in lines.iter().enumerate() {
@@ -106,11 +116,254 @@ pub fn story_with(history: &History, violation: &Violation, all: bool) -> String
     }
     if !all && omitted > 0 {
         let events = if omitted == 1 { "event" } else { "events" };
-        let _ =
-            writeln!(out, "  ({omitted} {events} of other keys and operations not shown; `replay --all` shows them)");
+        let _ = writeln!(
+            out,
+            "  ({omitted} {events} not shown: other keys and operations, and steps implied by the ones shown; `--all` shows them)"
+        );
     }
     let _ = writeln!(out, "  => this breaks {}: {}", violation.property.name(), violation.explanation);
     out
+}
+
+/// Leaves out the story events that the ones kept already imply: a
+/// request received right after it was sent (nothing in the story between
+/// the two), a timeout or an answer received that the retry or give-up
+/// after it repeats, the dependency being called when its effect follows,
+/// and the outbox's traffic when the property is not about the outbox.
+fn condense(history: &History, violation: &Violation, chosen: Vec<usize>) -> Vec<usize> {
+    let marked = |i: usize| violation.events.contains(&i);
+    let at = |k: usize| &history.entries[chosen[k]].event;
+    use idemsim_model::Property;
+    let outbox = violation.property == Property::Outbox;
+    let effects = matches!(violation.property, Property::AtMostOnce | Property::Fencing | Property::Outbox);
+    let implied = |k: usize| -> bool {
+        let next = chosen.get(k + 1).map(|_| at(k + 1));
+        match at(k) {
+            // Received as sent, unless a fault came between the two.
+            Event::RequestReceived { req, .. } => {
+                let sent = chosen[..k]
+                    .iter()
+                    .rposition(|&j| matches!(&history.entries[j].event, Event::RequestSent { req: r, .. } if r == req));
+                sent.is_some_and(|s| !chosen[s..k].iter().any(|&j| matches!(history.entries[j].event, Event::Fault(_))))
+            }
+            Event::TimedOut { req } => {
+                matches!(next, Some(Event::RetryScheduled { req: r, .. }) if r == req)
+                    || matches!(next, Some(Event::GaveUp { op, .. }) if *op == req.op)
+            }
+            // The server's answer is in the story: the client got it.
+            Event::ResponseReceived { req, .. } => chosen[..k]
+                .iter()
+                .any(|&j| matches!(&history.entries[j].event, Event::ResponseSent { req: r, .. } if r == req)),
+            // How an execution did its work, when the property is not about
+            // its effects.
+            Event::RecoveryPointWritten { .. }
+            | Event::DownstreamEffect { .. }
+            | Event::LocalEffectCommitted { .. } => !effects,
+            // The send of the next try says it is a retry, and after what.
+            Event::RetryScheduled { req, .. } => chosen[k + 1..].iter().any(|&j| {
+                matches!(&history.entries[j].event, Event::RequestSent { req: r, .. }
+                    if r.op == req.op && r.try_no.0 == req.try_no.0 + 1)
+            }),
+            // A claim that succeeded starts its execution.
+            Event::ExecutionStarted { by, .. } => {
+                let own =
+                    chosen[..k].iter().rev().map(|&j| &history.entries[j].event).find(|e| e.origin() == Some(*by));
+                matches!(own, Some(Event::Claimed { .. } | Event::TakenOver { .. }))
+            }
+            Event::DownstreamCalled { scope, .. } => {
+                matches!(next, Some(Event::DownstreamEffect { scope: s, .. }) if s == scope)
+            }
+            Event::MessagePublished { .. } | Event::MessageConsumed { .. } => !outbox,
+            _ => false,
+        }
+    };
+    let bystander = bystander_tries(history, violation, &chosen);
+    let keep: Vec<bool> = (0..chosen.len())
+        .map(|k| {
+            marked(chosen[k]) || !(implied(k) || req_of(history, chosen[k]).is_some_and(|r| bystander.contains(&r)))
+        })
+        .collect();
+    chosen.into_iter().zip(keep).filter_map(|(i, keep)| keep.then_some(i)).collect()
+}
+
+/// The send an event belongs to: its request, or the request whose
+/// handler made it.
+fn req_of(history: &History, i: usize) -> Option<idemsim_model::RequestId> {
+    match &history.entries.get(i)?.event {
+        Event::RequestSent { req, .. }
+        | Event::RequestReceived { req, .. }
+        | Event::ResponseSent { req, .. }
+        | Event::ResponseReceived { req, .. }
+        | Event::TimedOut { req }
+        | Event::RetryScheduled { req, .. } => Some(*req),
+        Event::Fault(_) => None,
+        e => match e.origin() {
+            Some(Origin::Request { req, .. }) => Some(req),
+            _ => None,
+        },
+    }
+}
+
+/// Tries that came after every try of their operation that took part in
+/// the violation, and took no part themselves: bystanders.
+fn bystander_tries(history: &History, violation: &Violation, chosen: &[usize]) -> BTreeSet<idemsim_model::RequestId> {
+    let involved: Vec<idemsim_model::RequestId> = violation.events.iter().filter_map(|&i| req_of(history, i)).collect();
+    let last_involved = |op: OpId| involved.iter().filter(|r| r.op == op).map(|r| r.try_no.0).max();
+    chosen
+        .iter()
+        .filter_map(|&i| req_of(history, i))
+        .filter(|r| last_involved(r.op).is_some_and(|last| r.try_no.0 > last))
+        .collect()
+}
+
+/// Folds what repeats: an operation that went exactly like an earlier one
+/// (the same lines, but for times, numbers, keys and paths) becomes one
+/// line saying so, and so do the tries of an operation that went like the
+/// try before them. Lines that mark the violation always stay.
+fn fold_repeated_tries(history: &History, violation: &Violation, lines: Vec<Line>) -> Vec<Line> {
+    let op_of_line = |i: usize| match &history.entries.get(i)?.event {
+        Event::GaveUp { op, .. } => Some(*op),
+        _ => req_of(history, i).map(|r| r.op),
+    };
+    let lines = fold_groups(
+        violation,
+        lines,
+        |i| op_of_line(i).map(|op| (op.0, 0)),
+        |first, _, lead| format!("op{} went the same way as op{}", first.0, lead.0),
+    );
+    fold_groups(
+        violation,
+        lines,
+        |i| req_of(history, i).map(|r| (r.op.0, r.try_no.0)),
+        |first, n, lead| {
+            let req = |(op, t): (u32, u32)| format!("op{op}.{t}");
+            match n {
+                1 => format!("{} went the same way as {}", req(first), req(lead)),
+                _ => format!("{} and the {} tries after it went the same way as {}", req(first), n - 1, req(lead)),
+            }
+        },
+    )
+}
+
+/// One story line: when, the history entry it tells, the text.
+type Line = (SimTime, usize, String);
+
+/// Folds runs of consecutive groups (an operation `(op, 0)`, or a try
+/// `(op, try)`) whose lines have the shape of the group that leads the run
+/// into one line, `note(first folded, how many, lead)`, placed where the
+/// last folded line was. Operations fold onto any earlier operation; tries
+/// only onto the try just before them, and a try may add lines at its end
+/// (its give-up), which stay.
+fn fold_groups(
+    violation: &Violation,
+    lines: Vec<Line>,
+    group_of: impl Fn(usize) -> Option<(u32, u32)>,
+    note: impl Fn((u32, u32), usize, (u32, u32)) -> String,
+) -> Vec<Line> {
+    let mut groups: Vec<((u32, u32), Vec<usize>)> = Vec::new();
+    for (k, (_, i, _)) in lines.iter().enumerate() {
+        let Some(g) = group_of(*i) else { continue };
+        match groups.iter_mut().find(|(h, _)| *h == g) {
+            Some((_, ks)) => ks.push(k),
+            None => groups.push((g, vec![k])),
+        }
+    }
+    let shape = |ks: &[usize]| -> Vec<String> { ks.iter().map(|&k| shape_of(&lines[k].2)).collect() };
+    let marked = |k: usize| violation.events.contains(&lines[k].1);
+    let tries = groups.iter().any(|(g, _)| g.1 > 0);
+    let mut drop = BTreeSet::new();
+    let mut notes: Vec<(usize, String)> = Vec::new();
+    if !tries {
+        for b in 1..groups.len() {
+            let Some(a) = (0..b).find(|&a| shape(&groups[a].1) == shape(&groups[b].1)) else { continue };
+            let ks = &groups[b].1;
+            let last = *ks.iter().filter(|&&k| !marked(k)).max().unwrap_or(&ks[0]);
+            notes.push((last, note(groups[b].0, 1, groups[a].0)));
+            drop.extend(ks.iter().copied().filter(|&k| !marked(k)));
+        }
+    } else {
+        let mut t = 0;
+        while t < groups.len() {
+            let (lead, lead_ks) = (&groups[t].0, shape(&groups[t].1));
+            let mut end = t + 1;
+            let mut folded = Vec::new();
+            while let Some((g, ks)) = groups.get(end) {
+                let next_try = g.0 == lead.0 && g.1 == groups[end - 1].0 .1 + 1;
+                let s = shape(ks);
+                let same = s.len() >= lead_ks.len() && s[..lead_ks.len()] == lead_ks[..];
+                let (common, extra) = ks.split_at(lead_ks.len().min(ks.len()));
+                if !next_try || !same || common.iter().any(|&k| marked(k)) {
+                    break;
+                }
+                folded.extend(common.iter().copied());
+                end += 1;
+                if !extra.is_empty() {
+                    break;
+                }
+            }
+            if let Some(&last) = folded.iter().max() {
+                notes.push((last, note(groups[t + 1].0, end - t - 1, *lead)));
+                drop.extend(folded);
+            }
+            t = end.max(t + 1);
+        }
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    for (k, line) in lines.into_iter().enumerate() {
+        if let Some((_, text)) = notes.iter().find(|(at, _)| *at == k) {
+            let who = line.2.split(':').next().unwrap_or("").to_string();
+            out.push((line.0, line.1, format!("{who}: {text}")));
+        }
+        if !drop.contains(&k) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// For the send of a retry, what it retries after (the retry line itself
+/// is left out of the story).
+fn retry_of(history: &History, i: usize) -> String {
+    let Event::RequestSent { req, .. } = &history.entries[i].event else { return String::new() };
+    if req.try_no.0 < 2 {
+        return String::new();
+    }
+    let scheduled = history.entries[..i].iter().rev().find_map(|e| match &e.event {
+        Event::RetryScheduled { req: r, wait_ms, cause } if r.op == req.op && r.try_no.0 + 1 == req.try_no.0 => {
+            Some((*wait_ms, *cause))
+        }
+        _ => None,
+    });
+    match scheduled {
+        Some((wait_ms, idemsim_model::history::RetryCause::Timeout)) => {
+            format!(" (a retry {wait_ms} ms after a timeout)")
+        }
+        Some((wait_ms, idemsim_model::history::RetryCause::Status(s))) => {
+            format!(" (a retry {wait_ms} ms after a {s})")
+        }
+        None => String::new(),
+    }
+}
+
+/// A line without its numbers, names with numbers, paths and asides, so
+/// that two tries that did the same thing at other times look the same.
+fn shape_of(line: &str) -> String {
+    let mut depth = 0;
+    let bare: String = line
+        .chars()
+        .filter(|&c| {
+            match c {
+                '(' | '{' => depth += 1,
+                ')' | '}' => depth -= 1,
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect();
+    let words = bare.split_whitespace().filter(|w| {
+        !w.starts_with('/') && !w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(char::is_alphabetic)
+    });
+    words.collect::<Vec<_>>().join(" ")
 }
 
 /// One sentence on what happened, in the words of the protocol: for a
@@ -232,7 +485,7 @@ mod tests {
         assert!(text.trim_end().ends_with(&v.explanation), "{text}");
         let lines = text.lines().count();
         assert!(lines < found.history.entries.len() / 2, "a story is a small part of the run: {lines} lines");
-        assert!(text.contains("events of other keys and operations not shown"), "{text}");
+        assert!(text.contains("not shown: other keys and operations"), "{text}");
         let all = super::story_with(&found.history, v, true);
         assert!(all.lines().count() > lines && !all.contains("not shown"), "{all}");
     }
