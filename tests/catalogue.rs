@@ -108,6 +108,19 @@ fn first_failure(scenario: &Scenario, variant: &str, property: Property) -> u64 
     found.seed
 }
 
+/// Variants whose first failing seed still shrinks to more than one
+/// server or a story of more than 15 lines. A stale server cache needs a
+/// read cached on one server, a holder lost on another, a takeover and a
+/// release, and a retry that reaches the first server after it; the
+/// shrinker keeps three operations and four faults of seed 0 (47 lines).
+/// Open work (issue 14); the bounds hold for every other variant.
+const LONG_STORIES: &[(&str, &str)] = &[("default", "stale-cache")];
+
+fn story(shrunk: &idemsim_scenarios::shrink::Shrunk) -> String {
+    let v = shrunk.outcome.violations.iter().find(|v| v.property == shrunk.property).unwrap();
+    idemsim_sim::story::story(&shrunk.outcome.history, v)
+}
+
 #[test]
 fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
     let dir = std::env::temp_dir().join(format!("idemsim-shrunk-{}", std::process::id()));
@@ -130,6 +143,15 @@ fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
             let (b, a) = (shrunk.before, shrunk.after);
             assert!(a.faults + a.operations < b.faults + b.operations, "{label}: {b} -> {a}");
             assert!(a.events < b.events, "{label}: {b} -> {a}");
+            // A minimum a person would write: one client (operations fold
+            // onto it), the servers the violation needs (two processes for
+            // a per-process lock, else one), and a story that fits a slide.
+            assert_eq!(a.clients, 1, "{label}: {a}");
+            let servers = if *variant == "per-process-lock" { 2 } else { 1 };
+            if !LONG_STORIES.contains(&(scenario.name.as_str(), variant.as_str())) {
+                assert!(a.servers <= servers, "{label}: {a}");
+                assert!(a.story_lines <= 15, "{label}: {a}\n{}", story(&shrunk));
+            }
             // The file round-trips and replays to the same property.
             let path = dir.join(format!("{}-{variant}.json", scenario.name));
             std::fs::write(&path, serde_json::to_string_pretty(&shrunk.scenario).unwrap()).unwrap();
