@@ -9,3 +9,4 @@ mod determinism;
 mod real_stores;
 mod redis_store;
 mod simulation;
+mod workshop;
