@@ -182,7 +182,8 @@ mod tests {
         assert_eq!(check_story(&s), vec![]);
         // Without the server's own hash, the canonical one would call the
         // replay a mismatch: the check can fail.
-        let bare: Vec<_> = s.history.entries.iter().filter(|e| !matches!(e.event, Event::RequestReceived { .. })).cloned().collect();
+        let bare: Vec<_> =
+            s.history.entries.iter().filter(|e| !matches!(e.event, Event::RequestReceived { .. })).cloned().collect();
         let mut without = Story::new();
         without.history.entries = bare;
         assert_eq!(check_story(&without).len(), 1, "{:?}", check_story(&without));
