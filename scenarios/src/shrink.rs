@@ -9,8 +9,8 @@
 //! partitions, latency, the gaps between operations, the phases after the
 //! violation), and repeats until nothing more goes: the result is
 //! 1-minimal, no single fault, operation or knob can be removed. Each change
-//! is kept only if the same kind of violation of the same property still
-//! happens on the same seed.
+//! is kept only if the same seed still breaks the same property in a way
+//! the original run showed (one of its kinds of violation of it).
 //!
 //! This works because a run's draws are keyed by what they decide (see
 //! `idemsim_sim::rng::Keyed`): removing one operation does not change what
@@ -105,12 +105,16 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
     let mut explicit = config.clone();
     explicit.faults = FaultSettings::Scheduled { profile, faults };
     explicit.workload.operations = Some(operations);
-    let (property, signature) = (target.property, signature(&target.explanation));
+    // Any kind of violation of the property that the seed shows may stay:
+    // they are all the seed's bugs, and the smallest run keeps one of them.
+    let property = target.property;
+    let signatures =
+        first.violations.iter().filter(|v| v.property == property).map(|v| signature(&v.explanation)).collect();
     let mut s = Shrinker {
         subject: spec.subject.clone(),
         seed: spec.seed,
         property,
-        signature,
+        signatures,
         runs: 0,
         runs_max: spec.runs_max.max(1),
     };
@@ -217,7 +221,7 @@ fn knobs(p: &FaultProfile) -> Vec<Knob> {
 
 /// A violation's kind: the words of its explanation without names and
 /// numbers, so a shrink keeps "two executions ... share a fencing token"
-/// and does not drift to another violation of the same property.
+/// and does not drift to a kind of violation the seed did not show.
 fn signature(explanation: &str) -> String {
     let words = explanation.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
     words.filter(|w| !w.is_empty() && w.chars().all(|c| c.is_alphabetic() || c == '-')).collect::<Vec<_>>().join(" ")
@@ -227,7 +231,7 @@ struct Shrinker {
     subject: Subject,
     seed: u64,
     property: Property,
-    signature: String,
+    signatures: BTreeSet<String>,
     runs: u32,
     runs_max: u32,
 }
@@ -239,7 +243,9 @@ impl Shrinker {
         }
         self.runs += 1;
         run_seed(config, &self.subject, self.seed).is_ok_and(|o| {
-            o.violations.iter().any(|v| v.property == self.property && signature(&v.explanation) == self.signature)
+            o.violations
+                .iter()
+                .any(|v| v.property == self.property && self.signatures.contains(&signature(&v.explanation)))
         })
     }
 
