@@ -28,6 +28,8 @@ pub struct BenchSpec {
     pub stress_target: Option<StoreTarget>,
     /// Seeds per point of the scaling table (a fifth for 1000 requests).
     pub scaling_seeds: u64,
+    /// Seeds whose instructions callgrind counts (0: none).
+    pub instruction_seeds: u64,
 }
 
 /// Throughput of one configuration.
@@ -118,6 +120,11 @@ pub struct BenchReport {
     pub side_by_side: Vec<SideBySide>,
     /// Why the side-by-side did not run, if it did not.
     pub side_by_side_skipped: Option<String>,
+    /// Instructions per default seed and per seed of bare madsim with the
+    /// same traffic, counted by callgrind (repeatable, unlike the rest).
+    pub instructions: Option<crate::instructions::Instructions>,
+    /// Why they were not counted, if they were not.
+    pub instructions_skipped: Option<String>,
     /// Targets and marks.
     pub targets: Vec<Target>,
     /// Stopped by Ctrl-C: the figures are partial and judged by no target.
@@ -271,6 +278,16 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         c.topology.servers = servers;
         scaling.push(point(format!("requests=50 servers={servers}"), &c, spec.scaling_seeds)?);
     }
+    let (instructions, instructions_skipped) = match spec.instruction_seeds {
+        0 => (None, Some("--instruction-seeds 0".to_string())),
+        n => {
+            say("instructions per seed, under callgrind");
+            match crate::instructions::count(&default, n) {
+                Ok(i) => (Some(i), None),
+                Err(why) => (None, Some(why)),
+            }
+        }
+    };
     let mut detail = BTreeMap::new();
     for scenario in catalogue::all() {
         for (variant, expect) in &scenario.expect {
@@ -289,7 +306,11 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     let interrupted = crate::sweep::stopped();
     let targets = match interrupted {
         true => Vec::new(),
-        false => targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, &detail),
+        false => {
+            let mut t = targets(seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, &detail);
+            t.extend(instructions.as_ref().map(instruction_target));
+            t
+        }
     };
     Ok(BenchReport {
         interrupted,
@@ -305,8 +326,20 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         time_to_first_failure_detail: detail,
         side_by_side,
         side_by_side_skipped,
+        instructions,
+        instructions_skipped,
         targets,
     })
+}
+
+/// At most twice what bare madsim costs for the same traffic.
+fn instruction_target(i: &crate::instructions::Instructions) -> Target {
+    Target {
+        name: "instructions per default seed (callgrind)".into(),
+        value: i.per_seed,
+        goal: format!("<= 2x the madsim floor, {:.0}", 2.0 * i.floor_per_seed),
+        pass: i.per_seed <= 2.0 * i.floor_per_seed,
+    }
 }
 
 fn side_by_side(

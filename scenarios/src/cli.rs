@@ -54,6 +54,17 @@ enum Command {
     Serve(ServeArgs),
     /// Measure simulation speed and time to first failure; print targets.
     Bench(BenchArgs),
+    /// Bare madsim with a seed's traffic and none of our code, seed after
+    /// seed on one thread: the floor `bench` counts instructions of.
+    #[command(hide = true)]
+    Floor {
+        /// Seeds, as A..B.
+        #[arg(long, value_parser = parse_seeds, default_value = "0..20")]
+        seeds: Range<u64>,
+        /// Messages per seed.
+        #[arg(long, default_value_t = 940)]
+        messages: u64,
+    },
     /// Combine `run --json` reports (e.g. of shards) into one.
     Merge {
         /// The report files.
@@ -319,6 +330,9 @@ struct BenchArgs {
     /// Seeds per point of the scaling table.
     #[arg(long, default_value_t = 40)]
     scaling_seeds: u64,
+    /// Seeds whose instructions callgrind counts (needs valgrind; 0 skips).
+    #[arg(long, default_value_t = 20)]
+    instruction_seeds: u64,
     /// Real store for the side-by-side with stress: pg, mysql or none.
     #[arg(long, default_value = "pg")]
     stress_store: String,
@@ -434,6 +448,10 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::Http(args) => cmd_http(args, out),
         Command::Serve(args) => cmd_serve(args, out),
         Command::Bench(args) => cmd_bench(args, out, err),
+        Command::Floor { seeds, messages } => {
+            seeds.for_each(|seed| idemsim_sim::floor::madsim_floor(seed, messages));
+            Ok(EXIT_CLEAN)
+        }
         Command::Merge { files, json } => crate::merge::cmd_merge(&files, json, out),
         Command::Explain { name, json, toml } => cmd_explain(&name, json, toml, out),
         Command::List { json } => cmd_list(json, out),
@@ -911,6 +929,7 @@ fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         seeds_max: args.seeds_max,
         stress_target,
         scaling_seeds: args.scaling_seeds,
+        instruction_seeds: args.instruction_seeds,
     };
     let quiet = args.json;
     let say = |line: &str| {

@@ -23,6 +23,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod harness;
 pub mod http;
+pub mod instructions;
 pub mod merge;
 pub mod output;
 pub mod report;

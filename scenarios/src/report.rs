@@ -445,6 +445,19 @@ pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Res
     if let Some(why) = &r.side_by_side_skipped {
         writeln!(out, "  skipped: {why}")?;
     }
+    writeln!(out, "instructions (callgrind; repeatable, unlike the wall-clock figures above):")?;
+    match (&r.instructions, &r.instructions_skipped) {
+        (Some(i), _) => writeln!(
+            out,
+            "  {:.2}M per default seed; bare madsim with the same {:.0} messages {:.2}M; ratio {:.2}x ({} seeds)",
+            i.per_seed / 1e6,
+            i.messages_per_seed,
+            i.floor_per_seed / 1e6,
+            i.ratio,
+            i.seeds
+        )?,
+        (None, why) => writeln!(out, "  skipped: {}", why.as_deref().unwrap_or("not asked for"))?,
+    }
     writeln!(out, "targets:")?;
     for t in &r.targets {
         let mark = if t.pass { "PASS" } else { "FAIL" };

@@ -241,8 +241,23 @@ fn merge_refuses_duplicates_and_says_what_is_missing() {
 
 #[test]
 fn bench_strict_exits_1_when_a_target_fails() {
-    let args = ["bench", "--seeds", "5", "--sweeps", "1", "--seeds-max", "30", "--scaling-seeds", "2"];
+    let args = [
+        "bench",
+        "--seeds",
+        "5",
+        "--sweeps",
+        "1",
+        "--seeds-max",
+        "30",
+        "--scaling-seeds",
+        "2",
+        "--instruction-seeds",
+        "2",
+    ];
     let ran = idemsim(&[&args[..], &["--stress-store", "none", "--strict"]].concat(), Duration::from_secs(300));
     let failed = ran.out.contains("FAIL");
     assert_eq!(ran.code, if failed { 1 } else { 0 }, "{}{}", ran.out, ran.err);
+    // valgrind is on this machine kind: the instruction figures are there.
+    assert!(ran.out.contains("M per default seed; bare madsim with the same"), "{}{}", ran.out, ran.err);
+    assert!(ran.out.contains("instructions per default seed (callgrind)"), "{}", ran.out);
 }

@@ -41,30 +41,6 @@ fn madsim_floor_940_messages(bencher: divan::Bencher) {
     let mut seed = 0;
     bencher.bench_local(|| {
         seed += 1;
-        let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-        rt.block_on(async {
-            let handle = madsim::runtime::Handle::current();
-            let mut inboxes = Vec::new();
-            for n in 0..13 {
-                let (tx, mut rx) = futures::channel::mpsc::unbounded::<u64>();
-                handle.create_node().name(format!("n{n}")).build().spawn(async move {
-                    use futures::StreamExt;
-                    while rx.next().await.is_some() {}
-                });
-                inboxes.push(tx);
-            }
-            for i in 0..940u64 {
-                let to = inboxes[(i % 13) as usize].clone();
-                let latency_ms = 1 + madsim::rand::random::<u64>() % 10;
-                madsim::task::spawn(async move {
-                    madsim::time::sleep(std::time::Duration::from_millis(latency_ms)).await;
-                    let _ = to.unbounded_send(i);
-                });
-                if i % 20 == 0 {
-                    madsim::time::sleep(std::time::Duration::from_millis(5)).await;
-                }
-            }
-            madsim::time::sleep(std::time::Duration::from_millis(100)).await;
-        });
+        idemsim_sim::floor::madsim_floor(seed, 940);
     });
 }

@@ -40,6 +40,7 @@ mod disk;
 mod downstream;
 mod env;
 mod faults;
+pub mod floor;
 pub mod html;
 mod msg;
 mod net;

@@ -43,9 +43,11 @@ impl World {
             let delay = net.between(key, 4, lo, hi) + extra;
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
+            self.messages += 1;
             self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
         }
         let delay = net.between(key, 5, lo, hi);
+        self.messages += 1;
         self.schedule_at(now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
     }
 

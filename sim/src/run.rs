@@ -194,6 +194,9 @@ pub struct RunOutcome {
     /// (for example lost unsynced writes, to a store that does not opt in
     /// to `CrashDurability`), each with the reason.
     pub not_applied: Vec<String>,
+    /// Messages the simulated network carried, duplicates included (the
+    /// traffic `idemsim bench` gives bare madsim for its floor).
+    pub messages: u64,
 }
 
 impl RunOutcome {
@@ -244,6 +247,7 @@ fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
         coverage: Coverage::default(),
         error: Some(RunError::Panicked(idemsim_store::panic_message(panic))),
         not_applied: Vec::new(),
+        messages: 0,
     }
 }
 
@@ -287,6 +291,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         coverage: Coverage::default(),
         error: None,
         not_applied: Vec::new(),
+        messages: 0,
     };
     let store = match subject.open() {
         Ok(store) => store,
@@ -316,6 +321,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         clients: Keyed::new(seed, Stream::Clients),
         servers: Keyed::new(seed, Stream::Servers),
         occurrences: BTreeMap::new(),
+        messages: 0,
         faults_on: true,
         nodes: BTreeMap::new(),
         agenda: BTreeMap::new(),
@@ -361,6 +367,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         // init closures that hold the world: break the cycle, or every run
         // leaks its runtime and world.
         w.tear_down();
+        outcome.messages = w.messages;
         (std::mem::take(&mut w.history), w.aborted.take())
     });
     outcome.history = history;

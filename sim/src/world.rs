@@ -58,6 +58,8 @@ pub(crate) struct World {
     pub servers: Keyed,
     /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
     pub occurrences: BTreeMap<u64, u32>,
+    /// Messages scheduled for delivery, duplicates included.
+    pub messages: u64,
     pub faults_on: bool,
     pub nodes: BTreeMap<NodeId, NodeState>,
     pub agenda: BTreeMap<(u64, u64), Action>,
