@@ -226,7 +226,19 @@ fn the_html_timeline_renders_lanes_the_violation_and_steps_in_chromium() {
         std::fs::write(artifacts().join(format!("timeline-paused-holder-{width}.png")), png).unwrap();
     }
 
-    // Only the violating key: fewer rows, the violation still there.
+    // The seed as drawn, with its fifty operations: the lanes still line up
+    // at the narrowest width, and "only the violating key" leaves fewer
+    // rows with the violation still there (a shrunk run has one key left).
+    let full = artifacts().join("timeline-paused-holder-full.html");
+    let replay = ["replay", "--scenario", "paused-holder", "--variant", "unfenced-completion", "--seed", "0", "--html"];
+    let (code, out, err) = crate::cli::idemsim(&[&replay[..], &[full.to_str().unwrap()]].concat());
+    assert_eq!(code, 1, "{out}{err}");
+    let url = format!("file://{}", full.canonicalize().unwrap().display());
+    session.cmd("POST", "/url", Some(json!({ "url": url })));
+    session.cmd("POST", "/window/rect", Some(json!({ "width": 1024, "height": 800 })));
+    session.script("draw(); return true");
+    assert_headers_over_lanes(&session, 1024);
+    assert_leases_apart(&session, 1024);
     let all: usize = session.text("#count").parse().unwrap();
     session.click("#only-key");
     let some: usize = session.text("#count").parse().unwrap();

@@ -363,8 +363,11 @@ function draw() {
   el("path", { d: "M0,0 L8,4 L0,8 z", fill: "#555" }, arrow);
   // Leases: a bar per attempt beside its holder's lane; bars that overlap
   // in time in one lane get slots side by side.
+  // The slots of a lane share the room between its line and the next
+  // lane's, so a busy lane's bars narrow instead of spilling over.
   const slots = new Map();
   const bars = [];
+  const placed = [];
   DATA.leases.forEach((l, k) => {
     if ((onlyKey && !l.on_key) || !layout.pos.has(l.lane)) return;
     const from = firstShownAtOrAfter(l.from), until = lastShownAtOrBefore(l.until);
@@ -373,8 +376,14 @@ function draw() {
     let slot = 0;
     while (taken.some(t => t.slot === slot && !(t.until < from || t.from > until))) slot++;
     taken.push({ slot, from, until }); slots.set(l.lane, taken);
-    const x = laneX(l.lane) + 7 + slot * 8, y1 = rowY(from), y2 = rowY(until);
-    const bar = el("rect", { x, y: y1, width: 5, height: Math.max(3, y2 - y1), fill: "#e80", opacity: 0.75,
+    placed.push({ l, k, slot, from, until });
+  });
+  const room = layout.laneW / 2 - 9;
+  const step = new Map([...slots].map(([lane, taken]) => [lane, Math.min(8, room / (1 + Math.max(...taken.map(t => t.slot))))]));
+  placed.forEach(({ l, k, slot, from, until }) => {
+    const w = step.get(l.lane);
+    const x = laneX(l.lane) + 7 + slot * w, y1 = rowY(from), y2 = rowY(until);
+    const bar = el("rect", { x, y: y1, width: Math.max(1, Math.min(5, w - 1)), height: Math.max(3, y2 - y1), fill: "#e80", opacity: 0.75,
       class: "lease", "data-lease": k, "data-key": l.key, "data-attempt": l.attempt }, body);
     el("title", {}, bar).textContent = "lease: " + l.label;
     const label = el("text", { x: x + 7, y: y1 + 9, fill: "#b60", class: "lease-label" }, body);
