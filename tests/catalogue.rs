@@ -108,14 +108,6 @@ fn first_failure(scenario: &Scenario, variant: &str, property: Property) -> u64 
     found.seed
 }
 
-/// Variants whose first failing seed still shrinks to a story of more
-/// than 15 lines. A stale server cache needs a read cached while the
-/// record was in progress and a release after it; seed 0 shrinks to one
-/// operation on one server, but its tries crash three times on the way
-/// (27 numbered lines). Open work (issue 14); the bounds hold for every
-/// other variant.
-const LONG_STORIES: &[(&str, &str)] = &[("default", "stale-cache")];
-
 fn story(shrunk: &idemsim_scenarios::shrink::Shrunk) -> String {
     let v = shrunk.outcome.violations.iter().find(|v| v.property == shrunk.property).unwrap();
     idemsim_sim::story::story(&shrunk.outcome.history, v)
@@ -149,9 +141,7 @@ fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
             assert_eq!(a.clients, 1, "{label}: {a}");
             let servers = if *variant == "per-process-lock" { 2 } else { 1 };
             assert!(a.servers <= servers, "{label}: {a}");
-            if !LONG_STORIES.contains(&(scenario.name.as_str(), variant.as_str())) {
-                assert!(a.story_lines <= 15, "{label}: {a}\n{}", story(&shrunk));
-            }
+            assert!(a.story_lines <= 15, "{label}: {a}\n{}", story(&shrunk));
             // The file round-trips and replays to the same property.
             let path = dir.join(format!("{}-{variant}.json", scenario.name));
             std::fs::write(&path, serde_json::to_string_pretty(&shrunk.scenario).unwrap()).unwrap();

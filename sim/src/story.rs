@@ -12,6 +12,36 @@ use std::fmt::Write as _;
 
 /// The entries of `history` that tell `violation`'s story, in order.
 pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
+    let mut chosen = story_events_from_the_start(history, violation);
+    if let Some(g) = answer_window_start(history, violation, &chosen) {
+        chosen.retain(|&i| i >= g);
+    }
+    chosen
+}
+
+/// An answer is judged by the record states it could have seen: the story
+/// of a wrong answer starts at the last grant on its key before the
+/// request went out (what came before is how the record got there, not
+/// why the answer was wrong). `None` for other properties, or when the
+/// story starts there anyway.
+fn answer_window_start(history: &History, violation: &Violation, chosen: &[usize]) -> Option<usize> {
+    if violation.property != idemsim_model::Property::StatusRules {
+        return None;
+    }
+    // When the answered request went out (its first send).
+    let reqs: BTreeSet<idemsim_model::RequestId> =
+        violation.events.iter().filter_map(|&i| req_of(history, i)).collect();
+    let sent =
+        history.entries.iter().position(|e| matches!(&e.event, Event::RequestSent { req, .. } if reqs.contains(req)));
+    let first = sent.or(violation.events.iter().min().copied())?;
+    let grant =
+        chosen.iter().rev().copied().find(|&i| {
+            i < first && matches!(history.entries[i].event, Event::Claimed { .. } | Event::TakenOver { .. })
+        })?;
+    (chosen.first() != Some(&grant)).then_some(grant)
+}
+
+fn story_events_from_the_start(history: &History, violation: &Violation) -> Vec<usize> {
     // Keys as the client sent them too, so a server that keyed the record
     // otherwise (the key alone, the key and the body) still shows.
     let index = Index::new(history);
@@ -84,6 +114,8 @@ pub fn story(history: &History, violation: &Violation) -> String {
 
 /// [`story`], or with `all` every event up to the violation.
 pub fn story_with(history: &History, violation: &Violation, all: bool) -> String {
+    let from_start = story_events_from_the_start(history, violation);
+    let window = answer_window_start(history, violation, &from_start);
     let mut chosen = story_events(history, violation);
     let end = chosen.last().copied().unwrap_or(0);
     if all {
@@ -111,6 +143,13 @@ pub fn story_with(history: &History, violation: &Violation, all: bool) -> String
     }
     let mut out = String::new();
     let _ = writeln!(out, "  in short: {}", summary(history, violation));
+    if let (Some(g), false) = (window, all) {
+        let at = history.entries[g].at;
+        let _ = writeln!(
+            out,
+            "  (from the last grant before the request went out, at {at}; `--all` tells what came before)"
+        );
+    }
     for (n, (at, _, text)) in lines.iter().enumerate() {
         let _ = writeln!(out, "{:>3}. at {:>9}  {text}", n + 1, at.to_string());
     }
