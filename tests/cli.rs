@@ -142,6 +142,8 @@ fn bench_prints_every_figure_as_json() {
         "2",
         "--stress-store",
         "none",
+        "--instruction-seeds",
+        "2",
         "--json",
     ];
     let (code, out, err) = idemsim(&args);
@@ -164,7 +166,12 @@ fn bench_prints_every_figure_as_json() {
         assert!(ttff[&format!("default/{variant}")].as_f64().unwrap() > 0.0, "{variant}");
         assert_eq!(doc["time_to_first_failure_detail"][format!("default/{variant}")]["found"], 3, "{variant}");
     }
-    assert_eq!(doc["targets"].as_array().unwrap().len(), 6);
+    // Six wall-clock targets and the instruction count, which valgrind
+    // (on every machine of this kind) makes.
+    assert_eq!(doc["targets"].as_array().unwrap().len(), 7, "{}", doc["instructions_skipped"]);
+    let i = &doc["instructions"];
+    assert!(i["per_seed"].as_f64().unwrap() > i["floor_per_seed"].as_f64().unwrap(), "{i}");
+    assert!(i["floor_per_seed"].as_f64().unwrap() > 0.0 && i["messages_per_seed"].as_f64().unwrap() > 100.0, "{i}");
     assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
     let (code, _, err) = idemsim(&["bench", "--stress-store", "oracle"]);
     assert_eq!(code, EXIT_USAGE, "{err}");

@@ -29,7 +29,7 @@ pub struct Instructions {
 /// Counts them; `Err` says why not (no valgrind, say).
 pub fn count(config: &SimConfig, seeds: u64) -> Result<Instructions, String> {
     assert!(seeds > 0, "count at least one seed");
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let exe = idemsim_binary()?;
     let mut messages = 0;
     for seed in 0..seeds {
         messages += run_seed(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?.messages;
@@ -42,6 +42,17 @@ pub fn count(config: &SimConfig, seeds: u64) -> Result<Instructions, String> {
     let floor_per_seed = (floor(2 * seeds)? - floor(seeds)?) as f64 / seeds as f64;
     let ratio = per_seed / floor_per_seed;
     Ok(Instructions { seeds, per_seed, messages_per_seed, floor_per_seed, ratio })
+}
+
+/// The `idemsim` binary: this program, or, when the CLI runs inside
+/// another program (a test in `target/<profile>/deps/`), the one beside it.
+fn idemsim_binary() -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    if exe.file_stem().is_some_and(|n| n == "idemsim") {
+        return Ok(exe);
+    }
+    let beside = exe.parent().and_then(Path::parent).map(|dir| dir.join("idemsim"));
+    beside.filter(|p| p.is_file()).ok_or_else(|| format!("no idemsim binary to count beside {}", exe.display()))
 }
 
 /// Instructions `exe args` executes, by callgrind's own count.
