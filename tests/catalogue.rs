@@ -108,11 +108,6 @@ fn first_failure(scenario: &Scenario, variant: &str, property: Property) -> u64 
     found.seed
 }
 
-fn story(shrunk: &idemsim_scenarios::shrink::Shrunk) -> String {
-    let v = shrunk.outcome.violations.iter().find(|v| v.property == shrunk.property).unwrap();
-    idemsim_sim::story::story(&shrunk.outcome.history, v)
-}
-
 #[test]
 fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
     let dir = std::env::temp_dir().join(format!("idemsim-shrunk-{}", std::process::id()));
@@ -141,7 +136,7 @@ fn every_broken_variant_is_caught_and_shrinks_to_a_smaller_file_that_replays() {
             assert_eq!(a.clients, 1, "{label}: {a}");
             let servers = if *variant == "per-process-lock" { 2 } else { 1 };
             assert!(a.servers <= servers, "{label}: {a}");
-            assert!(a.story_lines <= 15, "{label}: {a}\n{}", story(&shrunk));
+            assert!(a.story_lines <= 15, "{label}: {a}\n{}", shrunk.story(false));
             // The file round-trips and replays to the same property.
             let path = dir.join(format!("{}-{variant}.json", scenario.name));
             std::fs::write(&path, serde_json::to_string_pretty(&shrunk.scenario).unwrap()).unwrap();

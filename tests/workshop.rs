@@ -42,9 +42,7 @@ fn story(scenario: &str, variant: &str) -> String {
         runs_max: 3000,
         property: None,
     };
-    let shrunk = shrink(&spec).unwrap();
-    let v = shrunk.outcome.violations.iter().find(|v| v.property == shrunk.property).unwrap();
-    idemsim_sim::story::story(&shrunk.outcome.history, v)
+    shrink(&spec).unwrap().story(false)
 }
 
 /// The page with its story block set to `story`: after the mark, a text

@@ -669,17 +669,12 @@ fn shrink_and_write(
         false => format!("{}\n", serde_json::to_string_pretty(&shrunk.scenario).expect("json")),
     };
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let o = &shrunk.outcome;
-    let story = o
-        .violations
-        .iter()
-        .find(|v| v.property == shrunk.property)
-        .map(|v| idemsim_sim::story::story_with(&o.history, v, all));
+    let story = shrunk.story(all);
     let _ = writeln!(out, "  property: {}", shrunk.property.name());
     let _ = writeln!(out, "  before:   {}", shrunk.before);
     let _ = writeln!(out, "  after:    {}", shrunk.after);
     let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
-    let _ = writeln!(out, "story:\n{}", story.unwrap_or_default());
+    let _ = writeln!(out, "story:\n{story}");
     let _ = writeln!(out, "wrote {}", path.display());
     let _ = writeln!(out, "reproduce: {} replay --file {}", program(), path.display());
     Ok(())

@@ -175,10 +175,23 @@ fn pin_servers(ops: &mut [Operation], run: &RunOutcome) {
     }
 }
 
+impl Shrunk {
+    /// The story of the shrunk run's violation of the property, as
+    /// `idemsim shrink` prints it (`all`: every event up to it).
+    pub fn story(&self, all: bool) -> String {
+        let v = violation_of(&self.outcome, self.property).expect("a shrunk run still fails");
+        idemsim_sim::story::story_with(&self.outcome.history, v, all)
+    }
+}
+
+/// `run`'s first violation of `property`, or its first violation.
+fn violation_of(run: &RunOutcome, property: Property) -> Option<&idemsim_model::Violation> {
+    run.violations.iter().find(|v| v.property == property).or(run.violations.first())
+}
+
 /// The number of lines of `run`'s story of its first violation of `property`.
 pub fn story_lines(run: &RunOutcome, property: Property) -> usize {
-    let v = run.violations.iter().find(|v| v.property == property).or(run.violations.first());
-    v.map_or(0, |v| story_size(&idemsim_sim::story::story(&run.history, v)))
+    violation_of(run, property).map_or(0, |v| story_size(&idemsim_sim::story::story(&run.history, v)))
 }
 
 /// Counts a story's summary and numbered steps.

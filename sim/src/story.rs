@@ -12,11 +12,17 @@ use std::fmt::Write as _;
 
 /// The entries of `history` that tell `violation`'s story, in order.
 pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
+    story_events_and_start(history, violation).0
+}
+
+/// [`story_events`], and where a wrong answer's story was cut to start.
+fn story_events_and_start(history: &History, violation: &Violation) -> (Vec<usize>, Option<usize>) {
     let mut chosen = story_events_from_the_start(history, violation);
-    if let Some(g) = answer_window_start(history, violation, &chosen) {
+    let start = answer_window_start(history, violation, &chosen);
+    if let Some(g) = start {
         chosen.retain(|&i| i >= g);
     }
-    chosen
+    (chosen, start)
 }
 
 /// An answer is judged by the record states it could have seen: the story
@@ -114,9 +120,7 @@ pub fn story(history: &History, violation: &Violation) -> String {
 
 /// [`story`], or with `all` every event up to the violation.
 pub fn story_with(history: &History, violation: &Violation, all: bool) -> String {
-    let from_start = story_events_from_the_start(history, violation);
-    let window = answer_window_start(history, violation, &from_start);
-    let mut chosen = story_events(history, violation);
+    let (mut chosen, window) = story_events_and_start(history, violation);
     let end = chosen.last().copied().unwrap_or(0);
     if all {
         chosen = (0..=end.min(history.entries.len().saturating_sub(1))).collect();
