@@ -1,7 +1,7 @@
 //! "Sometimes" coverage: counts of the interesting interleavings a run
 //! actually reached, so a clean verdict is never vacuous.
 
-use crate::checker::Index;
+use crate::checker::{Index, RecordId};
 use crate::history::{Answer, Entry, Event, Fault, History, Origin};
 use crate::ids::{Attempt, NodeId, RequestId, Scope, SimTime};
 use serde::{Deserialize, Serialize};
@@ -108,14 +108,14 @@ impl Coverage {
             window_ms: history.meta.expiry_window_ms,
             begun: BTreeSet::new(),
             calling: BTreeMap::new(),
-            holder: BTreeMap::new(),
+            holder: vec![None; index.record_count()],
             committed_unanswered: BTreeSet::new(),
             executing: BTreeMap::new(),
             completed: BTreeMap::new(),
         };
         let mut c = Coverage::default();
-        for entry in &history.entries {
-            tracker.observe(&mut c, entry);
+        for (i, entry) in history.entries.iter().enumerate() {
+            tracker.observe(&mut c, i, entry);
         }
         c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
         c.outcomes = crate::checker::Outcomes::of(history);
@@ -129,46 +129,50 @@ struct Tracker<'i, 'h> {
     /// hour) is late.
     window_ms: u64,
     /// Executions that began (recovery point or downstream call), not finished.
-    begun: BTreeSet<(&'h Scope, Attempt)>,
+    begun: BTreeSet<(RecordId, Attempt)>,
     /// Executions that called the dependency, by the calling node.
-    calling: BTreeMap<(&'h Scope, Attempt), NodeId>,
-    holder: BTreeMap<&'h Scope, Attempt>,
+    calling: BTreeMap<(RecordId, Attempt), NodeId>,
+    holder: Vec<Option<Attempt>>,
     committed_unanswered: BTreeSet<RequestId>,
-    /// Unfinished executions started by a request, by scope: the server.
-    executing: BTreeMap<&'h Scope, NodeId>,
+    /// Unfinished executions started by a request, by record: the server.
+    executing: BTreeMap<RecordId, NodeId>,
     /// The completed records, and when each completed.
     completed: BTreeMap<&'h Scope, SimTime>,
 }
 
 impl<'i, 'h> Tracker<'i, 'h> {
-    fn observe(&mut self, c: &mut Coverage, entry: &'h Entry) {
+    fn observe(&mut self, c: &mut Coverage, i: usize, entry: &'h Entry) {
         self.observe_late(c, entry);
+        let record = self.index.record(i);
+        let record_of = |_: &Scope| record.expect("an event that names a record is numbered");
         match &entry.event {
             Event::Claimed { scope, attempt, .. } => {
-                self.holder.insert(scope, *attempt);
+                self.holder[record_of(scope).get()] = Some(*attempt);
             }
             Event::TakenOver { scope, attempt, .. } => {
                 c.takeover += 1;
-                if let Some(previous) = self.holder.insert(scope, *attempt) {
-                    c.lease_expired_mid_execute += u64::from(self.begun.contains(&(scope, previous)));
+                let record = record_of(scope);
+                if let Some(previous) = self.holder[record.get()].replace(*attempt) {
+                    c.lease_expired_mid_execute += u64::from(self.begun.contains(&(record, previous)));
                 }
             }
             Event::RecoveryPointWritten { scope, attempt, .. } => {
-                self.begun.insert((scope, *attempt));
+                self.begun.insert((record_of(scope), *attempt));
             }
             Event::DownstreamCalled { scope, attempt, from, .. } => {
-                self.begun.insert((scope, *attempt));
-                self.calling.insert((scope, *attempt), *from);
+                self.begun.insert((record_of(scope), *attempt));
+                self.calling.insert((record_of(scope), *attempt), *from);
             }
             Event::WriteFenced { .. } => c.stale_holder_fenced += 1,
             Event::ExecutionStarted { by: Origin::Request { .. }, scope, .. } => {
-                self.executing.insert(scope, entry.node);
+                self.executing.insert(record_of(scope), entry.node);
             }
             Event::CompletionWritten { scope, attempt, by, .. } => {
-                self.executing.remove(scope);
+                let record = record_of(scope);
+                self.executing.remove(&record);
                 self.completed.insert(scope, entry.at);
-                self.begun.remove(&(scope, *attempt));
-                self.calling.remove(&(scope, *attempt));
+                self.begun.remove(&(record, *attempt));
+                self.calling.remove(&(record, *attempt));
                 match by {
                     Origin::Request { req, .. } => {
                         self.committed_unanswered.insert(*req);
@@ -182,7 +186,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.completed.remove(scope);
             }
             Event::Released { scope, .. } => {
-                self.executing.remove(scope);
+                self.executing.remove(&record_of(scope));
                 self.completed.remove(scope);
             }
             Event::GaveUp { reason, .. } if reason.contains("budget") => c.retry_budget_exhausted += 1,

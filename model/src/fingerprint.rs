@@ -66,6 +66,11 @@ impl FingerprintMemo {
         self.by_body.entry(body.to_vec()).or_default().push((method.to_string(), path.to_string(), fp.clone()));
         fp
     }
+
+    /// How many distinct bodies it remembers (a bound for long-lived memos).
+    pub fn bodies(&self) -> usize {
+        self.by_body.len()
+    }
 }
 
 /// The canonical text of a JSON body, or `None` when it is not JSON.

@@ -44,7 +44,7 @@ mod request;
 pub mod retry;
 
 pub use bytes::{hex, Bytes};
-pub use checker::{check_all, judge, Property, Violation};
+pub use checker::{check_all, judge, judge_with, Property, Violation};
 pub use coverage::Coverage;
 pub use decision::{decide, Decision};
 pub use fingerprint::{Fingerprint, FingerprintMemo};

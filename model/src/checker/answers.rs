@@ -10,7 +10,7 @@
 //! roll a record back to any earlier state, so after one every earlier
 //! state stays possible.
 
-use super::{FingerprintId, Index, Property, Violation};
+use super::{FingerprintId, Index, Property, ScopeId, Violation};
 use crate::history::{Event, Fault, History, Origin};
 use crate::ids::Scope;
 use crate::record::RecordState;
@@ -30,6 +30,7 @@ struct State<'h> {
 /// One change of one record, for the client scope that owns it.
 struct Change<'h> {
     at: usize,
+    /// The record's scope as the store keyed it.
     record: &'h Scope,
     state: Option<State<'h>>,
 }
@@ -40,12 +41,13 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     for (i, entry) in history.entries.iter().enumerate() {
         let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
         let Some(need) = Need::of(response) else { continue };
-        let (Some(scope), Some(fingerprint)) = (index.request_scope(*req), index.request_fingerprint(*req)) else {
+        let (Some(scope), Some(fingerprint)) = (index.request_scope_id(*req), index.request_fingerprint(*req)) else {
             continue;
         };
         let sent = index.request(*req).map_or(0, |(at, _)| at);
         let lost = losses.iter().copied().filter(|&l| l < i).max();
-        let changes = timelines.get(scope).map(Vec::as_slice).unwrap_or(&[]);
+        let changes = timelines[scope.get()].as_slice();
+        let scope = index.scope(scope);
         let states = candidates(changes, sent, i, lost);
         if states.iter().any(|s| need.met_by(s, fingerprint, response)) {
             continue;
@@ -106,11 +108,13 @@ impl Need {
 
 /// Every record's changes, grouped by the client scope that owns the record,
 /// and the indices of the crashes that lost unsynced writes.
-fn timelines<'h, 'i>(history: &'h History, index: &'i Index<'h>) -> (BTreeMap<&'i Scope, Vec<Change<'h>>>, Vec<usize>) {
-    let mut current: BTreeMap<&'h Scope, (&'i Scope, State<'h>)> = BTreeMap::new();
-    let mut timelines: BTreeMap<&'i Scope, Vec<Change<'h>>> = BTreeMap::new();
+fn timelines<'h>(history: &'h History, index: &Index<'h>) -> (Vec<Vec<Change<'h>>>, Vec<usize>) {
+    let mut current: Vec<Option<(ScopeId, State<'h>)>> = vec![None; index.record_count()];
+    let mut timelines: Vec<Vec<Change<'h>>> = std::iter::repeat_with(Vec::new).take(index.scope_count()).collect();
     let mut losses = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        let record = index.record(i);
+        let now = record.and_then(|r| current[r.get()]);
         let next = match &entry.event {
             Event::Fault(Fault::UnsyncedWritesLost { .. }) => {
                 losses.push(i);
@@ -121,13 +125,13 @@ fn timelines<'h, 'i>(history: &'h History, index: &'i Index<'h>) -> (BTreeMap<&'
                 Some((scope, Some(State { fingerprint, response: None })))
             }
             Event::CompletionWritten { scope, response, .. } => {
-                let fingerprint = current.get(scope).and_then(|(_, s)| s.fingerprint);
+                let fingerprint = now.and_then(|(_, s)| s.fingerprint);
                 Some((scope, Some(State { fingerprint, response: Some(response) })))
             }
             Event::ClaimFound { scope, record, .. } => {
                 // What the store showed; the request that created it may
                 // be recorded later under real concurrency (stress).
-                let fingerprint = match current.get(scope) {
+                let fingerprint = match now {
                     Some((_, s)) => s.fingerprint,
                     None => index.fingerprint_id(&record.fingerprint),
                 };
@@ -140,20 +144,18 @@ fn timelines<'h, 'i>(history: &'h History, index: &'i Index<'h>) -> (BTreeMap<&'
             Event::Released { scope, .. } | Event::RecordSwept { scope, .. } => Some((scope, None)),
             _ => None,
         };
-        let Some((record, state)) = next else { continue };
+        let Some((scope, state)) = next else { continue };
+        let (Some(record), Some(client)) = (record, index.client_scope_id(i)) else { continue };
         // A read shows the record's state to its holder's scope, not to
         // whoever read it; a write belongs to whom it was made for.
-        let owner = match (&entry.event, current.get(record)) {
-            (Event::ClaimFound { .. }, Some((owner, _))) => *owner,
-            _ => index.client_scope_or(i, record),
+        let owner = match (&entry.event, now) {
+            (Event::ClaimFound { .. }, Some((owner, _))) => owner,
+            _ => client,
         };
-        let unchanged = current.get(record).map(|(_, s)| Some(*s)) == Some(state);
-        match state {
-            Some(s) => current.insert(record, (owner, s)),
-            None => current.remove(record),
-        };
+        let unchanged = now.map(|(_, s)| Some(s)) == Some(state);
+        current[record.get()] = state.map(|s| (owner, s));
         if !unchanged {
-            timelines.entry(owner).or_default().push(Change { at: i, record, state });
+            timelines[owner.get()].push(Change { at: i, record: scope, state });
         }
     }
     (timelines, losses)

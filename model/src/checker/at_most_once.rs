@@ -7,10 +7,8 @@
 
 use super::{Index, Property, Violation};
 use crate::history::{Event, History};
-use crate::ids::Scope;
-use std::collections::BTreeMap;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Seen {
     local: Option<usize>,
     downstream: Option<usize>,
@@ -20,13 +18,15 @@ struct Seen {
 /// a record keyed by more than `(caller, key)` cannot split one key's
 /// effects over several records.
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut seen: BTreeMap<&Scope, Seen> = BTreeMap::new();
+    let mut seen: Vec<Seen> = vec![Seen::default(); index.scope_count()];
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        let Some(client) = index.client_scope_id(i) else { continue };
+        let scope = index.scope(client);
+        let seen = &mut seen[client.get()];
         match &entry.event {
-            Event::LocalEffectCommitted { scope, attempt, effect_id, .. } => {
-                let scope = index.client_scope_or(i, scope);
-                let slot = &mut seen.entry(scope).or_default().local;
+            Event::LocalEffectCommitted { attempt, effect_id, .. } => {
+                let slot = &mut seen.local;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,
@@ -36,9 +36,8 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
                     None => *slot = Some(i),
                 }
             }
-            Event::DownstreamEffect { scope, downstream_key } => {
-                let scope = index.client_scope_or(i, scope);
-                let slot = &mut seen.entry(scope).or_default().downstream;
+            Event::DownstreamEffect { downstream_key, .. } => {
+                let slot = &mut seen.downstream;
                 match slot {
                     Some(first) => out.push(Violation::new(
                         Property::AtMostOnce,
@@ -51,9 +50,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
                     None => *slot = Some(i),
                 }
             }
-            Event::RecordSwept { scope, .. } => {
-                seen.remove(index.client_scope_or(i, scope));
-            }
+            Event::RecordSwept { .. } => *seen = Seen::default(),
             _ => {}
         }
     }

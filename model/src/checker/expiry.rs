@@ -2,20 +2,21 @@
 //! record is swept (that loses recovery), and no key is executed again inside
 //! the window of its completed record.
 
-use super::{Property, Violation};
+use super::{Index, Property, Violation};
 use crate::history::{Event, History};
-use crate::ids::{Scope, SimTime};
-use std::collections::BTreeMap;
+use crate::ids::SimTime;
 
-pub(super) fn check(history: &History) -> Vec<Violation> {
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let window = history.meta.expiry_window_ms;
-    // Per scope: creation of the current record, and whether it completed.
-    let mut lifetimes: BTreeMap<&Scope, (usize, SimTime, bool)> = BTreeMap::new();
+    // Per record: creation of its current lifetime, and whether it completed.
+    let mut lifetimes: Vec<Option<(usize, SimTime, bool)>> = vec![None; index.record_count()];
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        let Some(record) = index.record(i) else { continue };
+        let lifetime = &mut lifetimes[record.get()];
         match &entry.event {
             Event::Claimed { scope, .. } => {
-                if let Some(&(at, created, true)) = lifetimes.get(scope) {
+                if let Some((at, created, true)) = *lifetime {
                     // The sweeper judges age by its own clock against the
                     // claimer's: they may disagree by the skew bound.
                     if entry.at.plus_ms(history.meta.clock_skew_max_ms) < created.plus_ms(window) {
@@ -26,16 +27,14 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                         ));
                     }
                 }
-                lifetimes.insert(scope, (i, entry.at, false));
+                *lifetime = Some((i, entry.at, false));
             }
-            Event::CompletionWritten { scope, .. } => {
-                if let Some(life) = lifetimes.get_mut(scope) {
+            Event::CompletionWritten { .. } => {
+                if let Some(life) = lifetime {
                     life.2 = true;
                 }
             }
-            Event::Released { scope, .. } => {
-                lifetimes.remove(scope);
-            }
+            Event::Released { .. } => *lifetime = None,
             Event::RecordSwept { scope, created_at, completed, as_of } => {
                 if !completed {
                     out.push(Violation::new(
@@ -84,7 +83,7 @@ mod tests {
         s.wait(DAY);
         swept(&mut s, 0, true);
         s.claimed(by(2, 1), &scope(), "f");
-        assert!(check(&s.history).is_empty());
+        assert!(check(&s.history, &Index::new(&s.history)).is_empty());
     }
 
     #[test]
@@ -95,7 +94,7 @@ mod tests {
         s.wait(3_600_000);
         swept(&mut s, 0, true);
         s.claimed(by(1, 2), &scope(), "f");
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].explanation.contains("before the documented"));
         assert!(v[1].explanation.contains("executed again"));
@@ -107,7 +106,7 @@ mod tests {
         s.claimed(by(1, 1), &scope(), "f");
         s.wait(2 * DAY);
         swept(&mut s, 0, false);
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 1);
         assert!(v[0].explanation.contains("recovery is lost"));
     }

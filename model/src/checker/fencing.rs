@@ -8,25 +8,34 @@
 //! completion that ignores its attempt ("unfenced") lands under the new
 //! holder's attempt, and is still a stale holder's write.
 
-use super::{Property, Violation};
+use super::{Index, Property, RecordId, Violation};
 use crate::history::{Event, History, Origin};
 use crate::ids::{Attempt, Scope};
 use std::collections::BTreeMap;
 
-pub(super) fn check(history: &History) -> Vec<Violation> {
-    // Per scope: the highest attempt granted in the record's current lifetime.
-    let mut granted: BTreeMap<&Scope, (Attempt, usize)> = BTreeMap::new();
-    let mut started: BTreeMap<(&Scope, Attempt), usize> = BTreeMap::new();
+/// Per record (by [`RecordId`]): the highest attempt granted in its current
+/// lifetime and where, and the executions started in it.
+#[derive(Clone, Default)]
+struct Lifetime {
+    granted: Option<(Attempt, usize)>,
+    started: Vec<(Attempt, usize)>,
+}
+
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut records: Vec<Lifetime> = vec![Lifetime::default(); index.record_count()];
     // The attempt each writer's execution of a record started with.
-    let mut held: BTreeMap<(&Origin, &Scope), Attempt> = BTreeMap::new();
+    let mut held: BTreeMap<(&Origin, RecordId), Attempt> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
+        let Some(record) = index.record(i) else { continue };
+        let life = &mut records[record.get()];
+        let granted = &mut life.granted;
         match &entry.event {
-            Event::Claimed { scope, attempt, .. } => {
-                granted.insert(scope, (*attempt, i));
+            Event::Claimed { attempt, .. } => {
+                *granted = Some((*attempt, i));
             }
             Event::TakenOver { scope, attempt, .. } => {
-                if let Some(&(max, at)) = granted.get(scope) {
+                if let Some((max, at)) = *granted {
                     if *attempt <= max {
                         out.push(Violation::new(
                             Property::Fencing,
@@ -35,18 +44,25 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                         ));
                     }
                 }
-                let top = granted.get(scope).map_or(*attempt, |&(max, _)| max.max(*attempt));
-                granted.insert(scope, (top, i));
+                let top = granted.map_or(*attempt, |(max, _)| max.max(*attempt));
+                *granted = Some((top, i));
             }
             Event::ExecutionStarted { by, scope, attempt } => {
-                held.insert((by, scope), *attempt);
+                held.insert((by, record), *attempt);
                 // A holder that starts after its record was released or
                 // swept holds nothing: its writes are judged (and fenced)
                 // as stale, but it shares no token with the next record.
-                if !granted.contains_key(scope) {
+                if granted.is_none() {
                     continue;
                 }
-                if let Some(first) = started.insert((scope, *attempt), i) {
+                let first = match life.started.iter_mut().find(|(a, _)| a == attempt) {
+                    Some((_, at)) => Some(std::mem::replace(at, i)),
+                    None => {
+                        life.started.push((*attempt, i));
+                        None
+                    }
+                };
+                if let Some(first) = first {
                     out.push(Violation::new(
                         Property::Fencing,
                         vec![first, i],
@@ -55,22 +71,20 @@ pub(super) fn check(history: &History) -> Vec<Violation> {
                 }
             }
             Event::RecoveryPointWritten { by, scope, attempt, .. } => {
-                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "recovery point", &mut out)
+                stale(*granted, scope, writer(&held, by, record, *attempt), i, "recovery point", &mut out)
             }
             Event::LocalEffectCommitted { by, scope, attempt, .. } => {
-                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "local effect", &mut out)
+                stale(*granted, scope, writer(&held, by, record, *attempt), i, "local effect", &mut out)
             }
             Event::CompletionWritten { by, scope, attempt, .. } => {
-                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "completion", &mut out)
+                stale(*granted, scope, writer(&held, by, record, *attempt), i, "completion", &mut out)
             }
             Event::Released { by, scope, attempt } => {
-                stale(&granted, scope, writer(&held, by, scope, *attempt), i, "release", &mut out);
-                granted.remove(scope);
-                started.retain(|(s, _), _| *s != scope);
+                stale(*granted, scope, writer(&held, by, record, *attempt), i, "release", &mut out);
+                *life = Lifetime::default();
             }
-            Event::RecordSwept { scope, .. } => {
-                granted.remove(scope);
-                started.retain(|(s, _), _| *s != scope);
+            Event::RecordSwept { .. } => {
+                *life = Lifetime::default();
             }
             _ => {}
         }
@@ -86,20 +100,20 @@ struct Written {
     held: Attempt,
 }
 
-fn writer(held: &BTreeMap<(&Origin, &Scope), Attempt>, by: &Origin, scope: &Scope, named: Attempt) -> Written {
-    let holds = held.get(&(by, scope)).copied().unwrap_or(named);
+fn writer(held: &BTreeMap<(&Origin, RecordId), Attempt>, by: &Origin, record: RecordId, named: Attempt) -> Written {
+    let holds = held.get(&(by, record)).copied().unwrap_or(named);
     Written { named, held: holds.min(named) }
 }
 
 fn stale(
-    granted: &BTreeMap<&Scope, (Attempt, usize)>,
+    granted: Option<(Attempt, usize)>,
     scope: &Scope,
     written: Written,
     i: usize,
     what: &str,
     out: &mut Vec<Violation>,
 ) {
-    let Some(&(max, at)) = granted.get(scope) else {
+    let Some((max, at)) = granted else {
         return;
     };
     let attempt = written.held;
@@ -122,6 +136,10 @@ fn stale(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn judge(history: &History) -> Vec<Violation> {
+        check(history, &Index::new(history))
+    }
     use crate::checker::testkit::*;
 
     #[test]
@@ -131,7 +149,7 @@ mod tests {
         s.wait(2000);
         s.taken_over(by(1, 2), &scope(), 2);
         s.completed(by(1, 2), &scope(), 2, ok("x"));
-        assert!(check(&s.history).is_empty());
+        assert!(judge(&s.history).is_empty());
     }
 
     #[test]
@@ -141,7 +159,7 @@ mod tests {
         s.wait(2000);
         let takeover = s.taken_over(by(1, 2), &scope(), 2);
         let stale = s.completed(by(1, 1), &scope(), 1, ok("late"));
-        let v = check(&s.history);
+        let v = judge(&s.history);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].events, vec![takeover, stale]);
         assert!(v[0].explanation.contains("stale attempt #1"), "{}", v[0]);
@@ -153,7 +171,7 @@ mod tests {
         s.claimed(by(1, 1), &scope(), "f");
         s.wait(2000);
         s.taken_over(by(1, 2), &scope(), 1);
-        let v = check(&s.history);
+        let v = judge(&s.history);
         assert_eq!(v.len(), 1);
         assert!(v[0].explanation.contains("share a fencing token"));
     }
@@ -170,7 +188,7 @@ mod tests {
         s.claimed(by(1, 1), &scope(), "f");
         let first = start(&mut s, 1);
         let second = start(&mut s, 2);
-        let v = check(&s.history);
+        let v = judge(&s.history);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].events, vec![first, second]);
         assert!(v[0].explanation.contains("two executions"));
@@ -187,7 +205,7 @@ mod tests {
         s.wait(2000);
         let takeover = s.taken_over(by(2, 1), &scope(), 2);
         let stale = s.completed(by(1, 1), &scope(), 2, ok("late"));
-        let v = check(&s.history);
+        let v = judge(&s.history);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].events, vec![takeover, stale]);
         assert!(v[0].explanation.contains("ignored its attempt"), "{}", v[0]);
@@ -201,7 +219,7 @@ mod tests {
         s.at(crate::NodeId::Db, Event::Released { by: by(1, 2), scope: scope(), attempt: crate::Attempt(2) });
         s.claimed(by(2, 1), &scope(), "g");
         s.completed(by(2, 1), &scope(), 1, ok("x"));
-        assert!(check(&s.history).is_empty());
+        assert!(judge(&s.history).is_empty());
     }
 
     /// A holder of a released record that starts late, then a new record
@@ -220,6 +238,6 @@ mod tests {
         start(&mut s, 1);
         s.claimed(by(2, 1), &scope(), "f");
         start(&mut s, 2);
-        assert!(check(&s.history).is_empty(), "{:?}", check(&s.history));
+        assert!(judge(&s.history).is_empty(), "{:?}", judge(&s.history));
     }
 }

@@ -7,11 +7,16 @@
 //! it really breaks (isolation, at-most-once) instead of hiding its effects
 //! under a record key no client asked for.
 
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Fingerprint, FingerprintMemo};
 use crate::history::{Event, History, Origin};
 use crate::ids::{CallerId, DownstreamKey, OpId, RequestId, Scope};
 use crate::request::Request;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// A hash map with a fixed hasher: the index only looks up by key and
+/// never iterates one, so no hash order can reach a verdict, and a
+/// lookup costs a fraction of a B-tree's string comparisons.
+type Lookup<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// Which request each try was, so store and server events that name a
 /// `RequestId` can be tied back to the caller, key and body that was sent.
@@ -21,12 +26,40 @@ pub struct Index<'h> {
     first_send: BTreeMap<OpId, usize>,
     /// The client scopes, numbered.
     scopes: Vec<Scope>,
-    scope_ids: BTreeMap<(&'h str, &'h str), u32>,
+    scope_ids: Lookup<(&'h str, &'h str), u32>,
     /// The fingerprints of the requests as the client sent them, numbered.
     fingerprints: Vec<Fingerprint>,
     /// The client scope of each entry that concerns a record (`NONE` for
     /// the others).
     attributed: Vec<u32>,
+    /// The record (as the store keyed it) each entry names (`NONE` for
+    /// the others), numbered per history.
+    records: Vec<u32>,
+    record_ids: Lookup<&'h Scope, u32>,
+}
+
+/// A record scope as the store keyed it, numbered per history: checkers
+/// keep their per-record state in vectors by this number instead of maps
+/// keyed by two strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordId(u32);
+
+impl RecordId {
+    /// The number, from 0, for indexing per-record vectors.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A client scope `(caller, key)`, numbered per history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScopeId(u32);
+
+impl ScopeId {
+    /// The number, from 0, for indexing per-scope vectors.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
 }
 
 /// One send: where, what, and its client scope and fingerprint numbers.
@@ -48,18 +81,26 @@ const NONE: u32 = u32::MAX;
 impl<'h> Index<'h> {
     /// Indexes a history. Each distinct request is fingerprinted once.
     pub fn new(history: &'h History) -> Index<'h> {
+        Index::with_memo(history, &mut FingerprintMemo::default())
+    }
+
+    /// [`Index::new`], fingerprinting through `memo`: a caller that judges
+    /// many histories (a sweep's worker) hashes each distinct request once
+    /// across all of them.
+    pub fn with_memo(history: &'h History, memo: &mut FingerprintMemo) -> Index<'h> {
         let mut index = Index::default();
-        let mut distinct: BTreeMap<(&'h str, &'h str, &'h [u8]), FingerprintId> = BTreeMap::new();
+        let mut distinct: Lookup<Fingerprint, FingerprintId> = Lookup::default();
         for (i, entry) in history.entries.iter().enumerate() {
             let Event::RequestSent { req, request, .. } = &entry.event else { continue };
             index.first_send.entry(req.op).or_insert(i);
             if index.sent.contains_key(req) {
                 continue;
             }
-            let fields = (request.method.as_str(), request.path.as_str(), request.body.0.as_slice());
-            let fingerprint = *distinct.entry(fields).or_insert_with(|| {
-                index.fingerprints.push(request.fingerprint());
-                FingerprintId(index.fingerprints.len() as u32 - 1)
+            let fingerprint = request.fingerprint_in(memo);
+            let next = FingerprintId(index.fingerprints.len() as u32);
+            let fingerprint = *distinct.entry(fingerprint).or_insert_with_key(|fingerprint| {
+                index.fingerprints.push(fingerprint.clone());
+                next
             });
             let scope = match &request.key {
                 Some(key) => index.scope_id(&request.caller.0, &key.0),
@@ -75,6 +116,12 @@ impl<'h> Index<'h> {
     pub fn request_scope(&self, req: RequestId) -> Option<&Scope> {
         let sent = self.sent.get(&req)?;
         (sent.scope != NONE).then(|| &self.scopes[sent.scope as usize])
+    }
+
+    /// The number of [`Index::request_scope`].
+    pub fn request_scope_id(&self, req: RequestId) -> Option<ScopeId> {
+        let sent = self.sent.get(&req)?;
+        (sent.scope != NONE).then_some(ScopeId(sent.scope))
     }
 
     /// The fingerprint, as the client sent it, of the request sent as `req`.
@@ -130,12 +177,53 @@ impl<'h> Index<'h> {
         self.client_scope(i).unwrap_or(record)
     }
 
+    /// The number of [`Index::client_scope`]: every entry that names a
+    /// record has one (its own record's scope when nothing else applies).
+    pub fn client_scope_id(&self, i: usize) -> Option<ScopeId> {
+        let id = *self.attributed.get(i)?;
+        (id != NONE).then_some(ScopeId(id))
+    }
+
+    /// The scope a number stands for.
+    pub fn scope(&self, id: ScopeId) -> &Scope {
+        &self.scopes[id.get()]
+    }
+
+    /// How many client scopes are numbered (ids are `0..scope_count()`).
+    pub fn scope_count(&self) -> usize {
+        self.scopes.len()
+    }
+
+    /// The record that entry `i` names, if it names one.
+    pub fn record(&self, i: usize) -> Option<RecordId> {
+        let id = *self.records.get(i)?;
+        (id != NONE).then_some(RecordId(id))
+    }
+
+    /// How many records are numbered (ids are `0..record_count()`).
+    pub fn record_count(&self) -> usize {
+        self.record_ids.len()
+    }
+
+    /// The number of the record keyed by `scope`, if some event names it.
+    pub fn record_of(&self, scope: &Scope) -> Option<RecordId> {
+        self.record_ids.get(scope).map(|&id| RecordId(id))
+    }
+
     fn attribute(&mut self, history: &'h History) {
-        let mut holder: BTreeMap<&'h Scope, u32> = BTreeMap::new();
-        let mut called: BTreeMap<&'h DownstreamKey, u32> = BTreeMap::new();
+        let mut record_ids = std::mem::take(&mut self.record_ids);
+        let mut holder: Vec<u32> = Vec::new();
+        let mut called: Lookup<&'h DownstreamKey, u32> = Lookup::default();
         self.attributed = vec![NONE; history.entries.len()];
+        self.records = vec![NONE; history.entries.len()];
         for (i, entry) in history.entries.iter().enumerate() {
             let Some(record) = entry.event.scope() else { continue };
+            let next = record_ids.len() as u32;
+            let record_id = *record_ids.entry(record).or_insert(next);
+            if record_id == next {
+                holder.push(NONE);
+            }
+            self.records[i] = record_id;
             let by_request = entry
                 .event
                 .origin()
@@ -147,11 +235,11 @@ impl<'h> Index<'h> {
                 Event::DownstreamEffect { downstream_key, .. } => called.get(downstream_key).copied(),
                 _ => by_request,
             }
-            .or_else(|| holder.get(record).copied())
+            .or_else(|| Some(holder[record_id as usize]).filter(|&h| h != NONE))
             .unwrap_or_else(|| self.scope_id(&record.caller.0, &record.key.0));
             match &entry.event {
                 Event::Claimed { .. } | Event::TakenOver { .. } if by_request.is_some() => {
-                    holder.insert(record, id);
+                    holder[record_id as usize] = id;
                 }
                 Event::DownstreamCalled { downstream_key, .. } => {
                     called.insert(downstream_key, id);
@@ -160,6 +248,7 @@ impl<'h> Index<'h> {
             }
             self.attributed[i] = id;
         }
+        self.record_ids = record_ids;
     }
 }
 

@@ -3,7 +3,7 @@
 //! bound.
 
 use super::FingerprintId;
-use super::{Index, Property, Violation};
+use super::{Index, Property, ScopeId, Violation};
 use crate::history::{Answer, Event, History};
 use crate::ids::{Scope, SimTime};
 use crate::request::{Effects, StoredResponse};
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
-    out.extend(stuck_in_progress(history));
+    out.extend(stuck_in_progress(history, index));
     out.extend(stored_errors(history, index));
     out
 }
@@ -28,27 +28,26 @@ fn transient(status: u16) -> bool {
 /// of PROTOCOL.md together.
 fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     // Effects per client scope and record lifetime (a sweep starts a new one).
-    let mut lifetime: BTreeMap<&Scope, u32> = BTreeMap::new();
-    let mut effects: BTreeMap<(&Scope, u32), usize> = BTreeMap::new();
-    let mut stored: Vec<(usize, &Scope, u32, u16)> = Vec::new();
+    let mut lifetime: Vec<u32> = vec![0; index.scope_count()];
+    let mut effects: BTreeMap<(ScopeId, u32), usize> = BTreeMap::new();
+    let mut stored: Vec<(usize, ScopeId, u32, u16)> = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
-        let client = |scope| index.client_scope_or(i, scope);
+        let Some(client) = index.client_scope_id(i) else { continue };
+        let life = lifetime[client.get()];
         match &entry.event {
-            Event::RecordSwept { scope, .. } => *lifetime.entry(client(scope)).or_default() += 1,
-            Event::LocalEffectCommitted { scope, .. } | Event::DownstreamEffect { scope, .. } => {
-                let scope = client(scope);
-                let life = lifetime.get(scope).copied().unwrap_or(0);
-                effects.entry((scope, life)).or_insert(i);
+            Event::RecordSwept { .. } => lifetime[client.get()] += 1,
+            Event::LocalEffectCommitted { .. } | Event::DownstreamEffect { .. } => {
+                effects.entry((client, life)).or_insert(i);
             }
-            Event::CompletionWritten { scope, response, .. } if response.status >= 400 => {
-                let scope = client(scope);
-                stored.push((i, scope, lifetime.get(scope).copied().unwrap_or(0), response.status));
+            Event::CompletionWritten { response, .. } if response.status >= 400 => {
+                stored.push((i, client, life, response.status));
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
-    for (i, scope, life, status) in stored {
+    for (i, client, life, status) in stored {
+        let scope = index.scope(client);
         if transient(status) {
             out.push(Violation::new(
                 Property::Liveness,
@@ -56,7 +55,7 @@ fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
                 format!("{scope} was completed with the transient {status} as its response: every retry replays it, so the request can never succeed"),
             ));
         }
-        if let Some(&effect) = effects.get(&(scope, life)) {
+        if let Some(&effect) = effects.get(&(client, life)) {
             out.push(Violation::new(
                 Property::Liveness,
                 vec![effect, i],
@@ -69,42 +68,37 @@ fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
 
 fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violation> {
     // Effects by the scope the client sent (see `Index`).
-    let mut local: BTreeSet<&Scope> = BTreeSet::new();
-    let mut external: BTreeSet<&Scope> = BTreeSet::new();
+    let mut local: Vec<bool> = vec![false; index.scope_count()];
+    let mut external: Vec<bool> = vec![false; index.scope_count()];
     // Which scopes, and which requests (by fingerprint; `None` for the
     // reconciler), stored each response: a success stored only for another
     // caller's key is a leak (isolation), and one stored only for another
     // request with this key a wrong answer (status rules), not a lost
     // effect. A background completion stores for the request that created
     // the record.
-    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(&Scope, Option<FingerprintId>)>> = BTreeMap::new();
-    let mut created_by: BTreeMap<&Scope, FingerprintId> = BTreeMap::new();
-    let mut collapsed: BTreeSet<&Scope> = BTreeSet::new();
+    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(ScopeId, Option<FingerprintId>)>> = BTreeMap::new();
+    let mut created_by: Vec<Option<FingerprintId>> = vec![None; index.record_count()];
+    // A call that collapsed onto another caller's effect: isolation
+    // reports it, so it does not count as a lost effect here.
+    let mut collapsed: Vec<bool> = vec![false; index.scope_count()];
     for (i, entry) in history.entries.iter().enumerate() {
+        let (Some(record), Some(client)) = (index.record(i), index.client_scope_id(i)) else { continue };
         match &entry.event {
-            Event::LocalEffectCommitted { scope, .. } => {
-                local.insert(index.client_scope_or(i, scope));
-            }
-            Event::Claimed { by, scope, .. } => {
+            Event::LocalEffectCommitted { .. } => local[client.get()] = true,
+            Event::Claimed { by, .. } => {
                 if let Some(fingerprint) = by.request().and_then(|req| index.request_fingerprint(req)) {
-                    created_by.insert(scope, fingerprint);
+                    created_by[record.get()] = Some(fingerprint);
                 }
             }
-            Event::CompletionWritten { by, scope, response, .. } => {
+            Event::CompletionWritten { by, response, .. } => {
                 let by = match by.request().and_then(|req| index.request_fingerprint(req)) {
                     Some(fingerprint) => Some(fingerprint),
-                    None => created_by.get(scope).copied(),
+                    None => created_by[record.get()],
                 };
-                stored_for.entry(response).or_default().insert((index.client_scope_or(i, scope), by));
+                stored_for.entry(response).or_default().insert((client, by));
             }
-            Event::DownstreamEffect { scope, .. } => {
-                external.insert(index.client_scope_or(i, scope));
-            }
-            // A call that collapsed onto another caller's effect: isolation
-            // reports it, so it does not count as a lost effect here.
-            Event::DownstreamCalled { scope, .. } => {
-                collapsed.insert(index.client_scope_or(i, scope));
-            }
+            Event::DownstreamEffect { .. } => external[client.get()] = true,
+            Event::DownstreamCalled { .. } => collapsed[client.get()] = true,
             _ => {}
         }
     }
@@ -120,16 +114,16 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         let Some((sent, request)) = index.request(*req) else {
             continue;
         };
-        let (Some(scope), Some(fingerprint)) = (index.request_scope(*req), index.request_fingerprint(*req)) else {
+        let (Some(client), Some(fingerprint)) = (index.request_scope_id(*req), index.request_fingerprint(*req)) else {
             continue;
         };
-        let mine = |(s, f): &(&Scope, Option<FingerprintId>)| *s == scope && f.is_none_or(|f| f == fingerprint);
+        let mine = |(s, f): &(ScopeId, Option<FingerprintId>)| *s == client && f.is_none_or(|f| f == fingerprint);
         if stored_for.get(response).is_some_and(|owners| !owners.iter().any(mine)) {
             continue;
         }
         let effects = Effects::of_path(&request.path);
-        let external_lost = !external.contains(&scope) && !collapsed.contains(&scope);
-        let missing = match (effects.local && !local.contains(&scope), effects.external && external_lost) {
+        let external_lost = !external[client.get()] && !collapsed[client.get()];
+        let missing = match (effects.local && !local[client.get()], effects.external && external_lost) {
             (true, true) => "its local and downstream effects",
             (true, false) => "its local effect",
             (false, true) => "its downstream effect",
@@ -138,7 +132,11 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         out.push(Violation::new(
             Property::Liveness,
             vec![sent, i],
-            format!("{req} for {scope} was acknowledged with {} but {missing} never happened", response.status),
+            format!(
+                "{req} for {} was acknowledged with {} but {missing} never happened",
+                index.scope(client),
+                response.status
+            ),
         ));
     }
     out
@@ -146,28 +144,30 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
 
 /// Replays the store events to the final record states and reports the ones
 /// still `in_progress` at the end of a run that had time to finish them.
-fn stuck_in_progress(history: &History) -> Vec<Violation> {
+fn stuck_in_progress(history: &History, index: &Index) -> Vec<Violation> {
     let Some(end) = history.end_at() else {
         return Vec::new();
     };
     let heal = history.heal_at().unwrap_or(SimTime::ZERO);
-    let mut open: BTreeMap<&Scope, (usize, SimTime)> = BTreeMap::new();
+    let mut open: Vec<Option<(&Scope, usize, SimTime)>> = vec![None; index.record_count()];
     for (i, entry) in history.entries.iter().enumerate() {
+        let Some(record) = index.record(i) else { continue };
         match &entry.event {
             Event::Claimed { scope, locked_until, .. } | Event::TakenOver { scope, locked_until, .. } => {
                 // A lease longer than the documented one does not excuse a
                 // stuck record: the protocol promises recovery after it.
                 let documented = entry.at.plus_ms(history.meta.lease_ms);
-                open.insert(scope, (i, (*locked_until).min(documented)));
+                open[record.get()] = Some((scope, i, (*locked_until).min(documented)));
             }
-            Event::CompletionWritten { scope, .. }
-            | Event::Released { scope, .. }
-            | Event::RecordSwept { scope, .. } => {
-                open.remove(scope);
+            Event::CompletionWritten { .. } | Event::Released { .. } | Event::RecordSwept { .. } => {
+                open[record.get()] = None;
             }
             _ => {}
         }
     }
+    // In scope order, as a report reads best.
+    let mut open: Vec<(&Scope, (usize, SimTime))> = open.into_iter().flatten().map(|(s, i, t)| (s, (i, t))).collect();
+    open.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let bound = history.meta.reconcile_bound_ms;
     open.into_iter()
         .filter(|(_, (_, locked_until))| end >= (*locked_until).max(heal).plus_ms(bound))

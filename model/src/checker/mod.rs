@@ -15,7 +15,7 @@ mod replay;
 mod retry;
 mod status;
 
-pub use index::{FingerprintId, Index};
+pub use index::{FingerprintId, Index, RecordId, ScopeId};
 pub use progress::Outcomes;
 
 use crate::history::History;
@@ -90,7 +90,7 @@ impl Property {
         match self {
             Property::AtMostOnce => at_most_once::check(history, index),
             Property::Liveness => liveness::check(history, index),
-            Property::Fencing => fencing::check(history),
+            Property::Fencing => fencing::check(history, index),
             Property::ReplayFidelity => replay::check(history, index),
             Property::StatusRules => {
                 let mut out = status::check(history, index);
@@ -99,7 +99,7 @@ impl Property {
             }
             Property::Isolation => isolation::check(history, index),
             Property::RetryDiscipline => retry::check(history),
-            Property::Expiry => expiry::check(history),
+            Property::Expiry => expiry::check(history, index),
             Property::Outbox => outbox::check(history),
             Property::Progress => progress::check(history),
         }
@@ -156,7 +156,12 @@ pub fn check_all_indexed(history: &History, index: &Index) -> Vec<Violation> {
 /// Every checker and the coverage counters, sharing one index: the
 /// judgement at the end of a run.
 pub fn judge(history: &History) -> (Vec<Violation>, crate::Coverage) {
-    let index = Index::new(history);
+    judge_with(history, &mut crate::FingerprintMemo::default())
+}
+
+/// [`judge`], fingerprinting requests through `memo` (see [`Index::with_memo`]).
+pub fn judge_with(history: &History, memo: &mut crate::FingerprintMemo) -> (Vec<Violation>, crate::Coverage) {
+    let index = Index::with_memo(history, memo);
     (check_all_indexed(history, &index), crate::Coverage::measure(history, &index))
 }
 

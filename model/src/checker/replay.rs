@@ -1,48 +1,53 @@
 //! Property 4: every response given for a completed key equals the stored
 //! one, byte for byte, and a completed record never changes.
 
-use super::{Index, Property, Violation};
+use super::{Index, Property, RecordId, Violation};
 use crate::history::{Answer, Event, History, Origin};
 use crate::ids::Scope;
 use crate::request::StoredResponse;
 use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut stored: BTreeMap<&Scope, (&StoredResponse, usize)> = BTreeMap::new();
+    // Per record: the stored response of its current lifetime, and where.
+    let mut stored: Vec<Option<(&StoredResponse, usize)>> = vec![None; index.record_count()];
     // The record each request copy last touched: its answer came from it.
-    let mut touched: BTreeMap<Origin, &Scope> = BTreeMap::new();
+    let mut touched: BTreeMap<Origin, (RecordId, &Scope)> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
-        if let (Some(scope), Some(by @ Origin::Request { .. })) = (entry.event.scope(), entry.event.origin()) {
-            touched.insert(by, scope);
+        let record = index.record(i);
+        if let (Some(record), Some(scope), Some(by @ Origin::Request { .. })) =
+            (record, entry.event.scope(), entry.event.origin())
+        {
+            touched.insert(by, (record, scope));
         }
         match &entry.event {
             Event::CompletionWritten { scope, response, attempt, .. } => {
-                if let Some((_, first)) = stored.get(scope) {
+                let stored = &mut stored[record.expect("a completion names its record").get()];
+                if let Some((_, first)) = stored {
                     out.push(Violation::new(
                         Property::ReplayFidelity,
                         vec![*first, i],
                         format!("completed record {scope} was changed by a second completion (attempt {attempt}); the one at #{first} stood"),
                     ));
                 }
-                stored.insert(scope, (response, i));
+                *stored = Some((response, i));
             }
-            Event::RecordSwept { scope, .. } | Event::Released { scope, .. } => {
-                stored.remove(scope);
+            Event::RecordSwept { .. } | Event::Released { .. } => {
+                stored[record.expect("names its record").get()] = None;
             }
             Event::ResponseSent { req, copy, answer: Answer::Executed | Answer::Replayed, response, .. } => {
                 let by = Origin::Request { req: *req, copy: *copy };
-                let scope = touched.get(&by).copied().or_else(|| {
+                let touched = touched.get(&by).copied().or_else(|| {
                     let client = index.request_scope(*req)?;
-                    stored.get_key_value(client).map(|(s, _)| *s)
+                    Some((index.record_of(client)?, client))
                 });
-                let Some((scope, (want, at))) = scope.and_then(|s| Some((s, stored.get(s)?))) else {
+                let Some((scope, (want, at))) = touched.and_then(|(r, s)| Some((s, stored[r.get()]?))) else {
                     continue;
                 };
-                if response != *want {
+                if response != want {
                     out.push(Violation::new(
                         Property::ReplayFidelity,
-                        vec![*at, i],
+                        vec![at, i],
                         format!(
                             "{req} for {scope} was answered {} {:?}, but the stored response is {} {:?}",
                             response.status, response.body, want.status, want.body
