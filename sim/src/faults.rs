@@ -17,17 +17,14 @@ pub(crate) async fn agenda(sim: Sim) {
     let mut alarm: Option<(u64, Alarm)> = None;
     loop {
         let now = true_now().0;
-        let due = sim.with(|w| match w.agenda.first_key_value() {
-            Some((&(at, _), _)) if at <= now => w.agenda.pop_first().map(|(_, a)| a),
-            _ => None,
-        });
+        let due = sim.with(|w| w.agenda.pop_due(now));
         if let Some(action) = due {
             apply(&sim, action);
             continue;
         }
         let (next, stopping) = sim.with(|w| {
             w.kicked = false;
-            (w.agenda.first_key_value().map(|(&(at, _), _)| at), w.stopping)
+            (w.agenda.next_ms(), w.stopping)
         });
         if stopping {
             return;

@@ -30,6 +30,7 @@ compile_error!(
      an explicit RUSTFLAGS in your environment overrides that file, so add `--cfg madsim` to it."
 );
 
+mod agenda;
 mod alarm;
 mod background;
 pub mod bounds;
@@ -55,6 +56,7 @@ pub mod swarm;
 pub mod timeline;
 pub mod trace;
 pub mod variant;
+mod worker_memo;
 pub mod workload;
 mod world;
 

@@ -13,7 +13,7 @@ use crate::{background, client, db, disk, downstream, faults, server, trace};
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use idemsim_model::history::Phase;
-use idemsim_model::{judge, Coverage, Event, History, NodeId, Violation};
+use idemsim_model::{judge_with, Coverage, Event, History, NodeId, Violation};
 use idemsim_store::{IdempotencyStore, MemStore, SqliteStore, StoreError};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -324,8 +324,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         messages: 0,
         faults_on: true,
         nodes: BTreeMap::new(),
-        agenda: BTreeMap::new(),
-        agenda_seq: 0,
+        agenda: Default::default(),
         kicked: false,
         stopping: false,
         agenda_waker: None,
@@ -347,12 +346,13 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         unsynced_ops: 0,
         locks: BTreeMap::new(),
         relay_wake: None,
-        fingerprints: Default::default(),
+        fingerprints: crate::worker_memo::take(),
     };
     let sim = Sim::new(world);
     let rt =
         madsim::runtime::Runtime::with_seed_and_config(child_seed(seed, Stream::Scheduler), madsim::Config::default());
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(controller(sim.clone(), plan, ops, abort_rx))));
+    crate::world::forget_clock();
     drop(rt);
     let (history, aborted) = sim.with(|w| {
         if w.store_calls_waiting > 0 && w.aborted.is_none() {
@@ -370,6 +370,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         outcome.messages = w.messages;
         (std::mem::take(&mut w.history), w.aborted.take())
     });
+    let mut fingerprints = sim.with(|w| std::mem::take(&mut w.fingerprints));
     outcome.history = history;
     outcome.history.meta.clock_skew_max_ms = skew_ms;
     if let Err(panic) = ran {
@@ -380,7 +381,8 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         outcome.error = Some(error);
         return outcome;
     }
-    (outcome.violations, outcome.coverage) = judge(&outcome.history);
+    (outcome.violations, outcome.coverage) = judge_with(&outcome.history, &mut fingerprints);
+    crate::worker_memo::put(fingerprints);
     outcome
 }
 
@@ -410,6 +412,7 @@ fn history_for(config: &SimConfig, ops: usize) -> History {
 }
 
 async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut abort: oneshot::Receiver<String>) {
+    crate::world::keep_clock();
     madsim::task::spawn_local(faults::agenda(sim.clone()));
     spawn_nodes(&sim, ops);
     let (fault_ms, heal_ms) = sim.with(|w| {

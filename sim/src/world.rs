@@ -62,8 +62,7 @@ pub(crate) struct World {
     pub messages: u64,
     pub faults_on: bool,
     pub nodes: BTreeMap<NodeId, NodeState>,
-    pub agenda: BTreeMap<(u64, u64), Action>,
-    pub agenda_seq: u64,
+    pub agenda: crate::agenda::Agenda,
     /// Set when something earlier than the agenda task's wait was
     /// scheduled; the task's waker to wake then.
     pub kicked: bool,
@@ -116,9 +115,31 @@ pub(crate) struct World {
 #[derive(Clone)]
 pub(crate) struct Sim(Arc<Mutex<World>>);
 
+thread_local! {
+    /// The clock of the run on this thread, kept while it runs: asking
+    /// madsim for its current runtime's clock on every reading costs more
+    /// than the reading.
+    static CLOCK: std::cell::RefCell<Option<madsim::time::TimeHandle>> = const { std::cell::RefCell::new(None) };
+}
+
 /// True simulated time in milliseconds since the run began.
 pub(crate) fn true_now() -> SimTime {
-    SimTime(madsim::time::TimeHandle::current().elapsed().as_millis() as u64)
+    let elapsed = CLOCK.with(|clock| match &*clock.borrow() {
+        Some(clock) => clock.elapsed(),
+        None => madsim::time::TimeHandle::current().elapsed(),
+    });
+    SimTime(elapsed.as_millis() as u64)
+}
+
+/// Keeps this runtime's clock for [`true_now`] until [`forget_clock`]:
+/// called first thing inside a run.
+pub(crate) fn keep_clock() {
+    CLOCK.with(|clock| *clock.borrow_mut() = Some(madsim::time::TimeHandle::current()));
+}
+
+/// Forgets the clock kept by [`keep_clock`], when its run is over.
+pub(crate) fn forget_clock() {
+    CLOCK.with(|clock| *clock.borrow_mut() = None);
 }
 
 impl Sim {
@@ -222,10 +243,7 @@ impl World {
     }
 
     pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
-        self.agenda_seq += 1;
-        let key = (at_ms, self.agenda_seq);
-        self.agenda.insert(key, action);
-        if self.agenda.first_key_value().is_some_and(|(first, _)| *first == key) {
+        if self.agenda.push(at_ms, action) {
             self.kicked = true;
             if let Some(waker) = self.agenda_waker.take() {
                 waker.wake();
