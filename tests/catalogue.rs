@@ -198,7 +198,7 @@ fn the_default_workload_reuses_keys_across_endpoints_and_windows() {
         for e in &out.history.entries {
             if let Event::RequestSent { request: r, .. } = &e.event {
                 let Some(key) = &r.key else { continue };
-                paths.entry((r.caller.0.clone(), key.0.clone())).or_default().insert(r.path.clone());
+                paths.entry((r.caller.0.to_string(), key.0.to_string())).or_default().insert(r.path.to_string());
             }
         }
         other_endpoint += paths.values().filter(|p| p.len() > 1).count();

@@ -76,7 +76,7 @@ mod tests {
     use crate::record::Record;
 
     fn fp(s: &str) -> Fingerprint {
-        Fingerprint(s.to_string())
+        Fingerprint(s.into())
     }
 
     fn in_progress(fpr: &str, attempt: u32, locked_until: u64, rp: bool) -> Claim {

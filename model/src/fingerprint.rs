@@ -10,7 +10,7 @@ use std::fmt;
 /// same key but different fingerprints are different operations (422).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Fingerprint(pub String);
+pub struct Fingerprint(pub crate::Text);
 
 impl Fingerprint {
     /// Fingerprints a request. A body that parses as JSON is canonicalised
@@ -32,7 +32,7 @@ impl Fingerprint {
                 hasher.update(body);
             }
         }
-        Fingerprint(hex(&hasher.finalize()))
+        Fingerprint(hex(&hasher.finalize()).into())
     }
 
     /// The first 8 hex digits, for stories and timelines.

@@ -1,17 +1,18 @@
 //! Identifier and unit newtypes shared by every crate.
 
+use crate::text::Text;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The tenant or API client a request is made for. Records are scoped by it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct CallerId(pub String);
+pub struct CallerId(pub Text);
 
 /// The client-chosen `Idempotency-Key` value (unscoped).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct IdempotencyKey(pub String);
+pub struct IdempotencyKey(pub Text);
 
 /// The store key: a record exists at most once per `(caller, key)`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -25,7 +26,7 @@ pub struct Scope {
 impl Scope {
     /// Builds a scope from plain strings.
     pub fn new(caller: &str, key: &str) -> Scope {
-        Scope { caller: CallerId(caller.to_string()), key: IdempotencyKey(key.to_string()) }
+        Scope { caller: CallerId(caller.into()), key: IdempotencyKey(key.into()) }
     }
 }
 
@@ -155,13 +156,13 @@ impl fmt::Display for NodeId {
 /// The identity of an outbox message; consumers dedup by it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct MessageId(pub String);
+pub struct MessageId(pub Text);
 
 /// The idempotency key passed to the downstream dependency. It is derived from
 /// the record, so every attempt of one execution passes the same one.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct DownstreamKey(pub String);
+pub struct DownstreamKey(pub Text);
 
 #[cfg(test)]
 mod tests {

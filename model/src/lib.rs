@@ -42,6 +42,7 @@ mod record;
 mod reference;
 mod request;
 pub mod retry;
+mod text;
 
 pub use bytes::{hex, Bytes};
 pub use checker::{check_all, judge, judge_with, Property, Violation};
@@ -59,3 +60,4 @@ pub use record::{
 pub use reference::RefStore;
 pub use request::{Effects, Request, StoredResponse};
 pub use retry::RetryPolicy;
+pub use text::Text;

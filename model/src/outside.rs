@@ -11,7 +11,7 @@
 //! is reported as not judged, with the reason, instead of passing.
 
 use crate::checker::{Property, Violation};
-use crate::{Bytes, CallerId, IdempotencyKey, OpId, Request, StoredResponse};
+use crate::{Bytes, CallerId, IdempotencyKey, OpId, Request, StoredResponse, Text};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -230,7 +230,7 @@ struct OpView<'a> {
 
 /// A request slot: tenant, endpoint and key (an endpoint-scoped record is
 /// allowed, PROTOCOL.md section 2).
-type Slot = (CallerId, String, String, Option<IdempotencyKey>);
+type Slot = (CallerId, Text, Text, Option<IdempotencyKey>);
 
 fn slot(r: &Request) -> Slot {
     (r.caller.clone(), r.method.clone(), r.path.clone(), r.key.clone())
@@ -351,7 +351,7 @@ fn at_most_once(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeM
                 }
             }
             Seen::LocalEffects { caller, method, path, key, count, .. } if *count > 1 => {
-                let s = (caller.clone(), method.clone(), path.clone(), Some(key.clone()));
+                let s = (caller.clone(), method.as_str().into(), path.as_str().into(), Some(key.clone()));
                 let mut events: Vec<usize> =
                     slot_ops(ops, &s).into_iter().flat_map(|op| entries_of(seen, op)).collect();
                 events.push(i);
@@ -405,7 +405,7 @@ fn liveness(
         .collect();
     let mut out = Vec::new();
     for (op, v) in ops {
-        let endpoint = (v.request.method.clone(), v.request.path.clone());
+        let endpoint = (v.request.method.to_string(), v.request.path.to_string());
         let owner = v.reference.as_ref().and_then(|r| by_ref.get(r)).unwrap_or(op);
         if !obs.charging.contains(&endpoint) || charged.contains(owner) {
             continue;

@@ -3,6 +3,7 @@
 use crate::bytes::Bytes;
 use crate::fingerprint::Fingerprint;
 use crate::ids::{CallerId, IdempotencyKey, Scope};
+use crate::text::Text;
 use serde::{Deserialize, Serialize};
 
 /// An HTTP-like request to a keyed endpoint.
@@ -13,9 +14,9 @@ pub struct Request {
     /// The `Idempotency-Key` header, if the client sent one.
     pub key: Option<IdempotencyKey>,
     /// HTTP method.
-    pub method: String,
+    pub method: Text,
     /// Endpoint path; it decides the effects (see [`Effects::of_path`]).
-    pub path: String,
+    pub path: Text,
     /// Request body.
     pub body: Bytes,
 }

@@ -270,7 +270,7 @@ pub fn serve(
 /// The tenant, from `X-Tenant` (`public` without one).
 fn tenant(headers: &HeaderMap) -> CallerId {
     let t = headers.get("x-tenant").and_then(|v| v.to_str().ok()).unwrap_or("public");
-    CallerId(t.to_string())
+    CallerId(t.into())
 }
 
 fn json(status: u16, body: Vec<u8>, retry_after_ms: Option<u64>) -> Response {
@@ -293,9 +293,14 @@ async fn handle(
     if method != Method::POST || !["/orders", "/charges", "/checkout"].contains(&path.as_str()) {
         return json(404, br#"{"error":"not found"}"#.to_vec(), None);
     }
-    let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(|k| IdempotencyKey(k.to_string()));
-    let request =
-        Request { caller: tenant(&headers), key, method: method.to_string(), path, body: Bytes(body.to_vec()) };
+    let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(|k| IdempotencyKey(k.into()));
+    let request = Request {
+        caller: tenant(&headers),
+        key,
+        method: method.as_str().into(),
+        path: path.into(),
+        body: Bytes(body.to_vec()),
+    };
     let n = ctx.next.fetch_add(1, Ordering::Relaxed);
     let node = NodeId::Server((n % u64::from(ctx.nodes)) as u32);
     let req = RequestId { op: OpId(n as u32), try_no: Try(1) };
@@ -309,7 +314,7 @@ async fn handle(
 }
 
 async fn effects(State(ctx): State<Arc<Ctx>>, Path(key): Path<String>, headers: HeaderMap) -> Response {
-    let scope = Scope { caller: tenant(&headers), key: IdempotencyKey(key) };
+    let scope = Scope { caller: tenant(&headers), key: IdempotencyKey(key.into()) };
     match ctx.store.effects(&scope).await {
         Ok(list) => {
             let ids: Vec<&str> = list.iter().map(|e| e.id.as_str()).collect();
@@ -356,7 +361,8 @@ impl ServeEnv {
         let execution = self.execution(attempt);
         let body =
             serde_json::json!({ "amount": amount, "ref": reference, "execution": execution, "attempt": attempt.0 });
-        let sent = self.ctx.http.post(format!("{provider}/charges")).header("idempotency-key", &key.0).json(&body);
+        let sent =
+            self.ctx.http.post(format!("{provider}/charges")).header("idempotency-key", key.0.as_str()).json(&body);
         let answer = sent.send().await.ok()?;
         if !answer.status().is_success() {
             return None;

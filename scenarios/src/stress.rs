@@ -184,10 +184,10 @@ fn workload(spec: &StressSpec) -> impl Iterator<Item = Vec<Op>> + '_ {
             return None;
         }
         let size = (between(&mut rng, 2, 4) as usize).min(spec.requests - made);
-        let caller = CallerId(["acme", "globex"][g % 2].to_string());
+        let caller = CallerId(["acme", "globex"][g % 2].into());
         let path = ["/orders", "/charges", "/checkout"][rng.gen_range(0..3)];
         let amount = between(&mut rng, 1, 999);
-        let key = IdempotencyKey(format!("s{}-{g}", spec.seed));
+        let key = IdempotencyKey(format!("s{}-{g}", spec.seed).into());
         let group = (0..size)
             .map(|i| {
                 let amount = if chance(&mut rng, 143) { amount + 1 } else { amount };

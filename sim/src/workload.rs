@@ -134,8 +134,8 @@ impl Gen<'_> {
             }
             (OpKind::OtherEndpoint, Some(b)) => {
                 let base = self.ops[b].clone();
-                let at = PATHS.iter().position(|p| *p == base.request.path).unwrap_or(0);
-                let path = PATHS[(at + self.rng.gen_range(1..PATHS.len())) % PATHS.len()].to_string();
+                let at = PATHS.iter().position(|p| base.request.path == *p).unwrap_or(0);
+                let path = PATHS[(at + self.rng.gen_range(1..PATHS.len())) % PATHS.len()].into();
                 let start = base.start_ms + between(self.rng, 0, 2_000);
                 self.push(base.client, start, OpKind::OtherEndpoint, Request { path, ..base.request });
             }
@@ -155,7 +155,7 @@ impl Gen<'_> {
                 let base = self.ops[b].clone();
                 let callers = &self.config.topology.callers;
                 let at = callers.iter().position(|c| *c == base.request.caller.0).unwrap_or(0);
-                let caller = CallerId(callers[(at + 1) % callers.len()].clone());
+                let caller = CallerId(callers[(at + 1) % callers.len()].as_str().into());
                 let start = base.start_ms + between(self.rng, 0, 500);
                 let client = self.other_client(base.client);
                 self.push(client, start, OpKind::TenantCollision, Request { caller, ..base.request });
@@ -189,8 +189,8 @@ impl Gen<'_> {
 
     fn request(&mut self, client: u32, path: &str) -> Request {
         let callers = &self.config.topology.callers;
-        let caller = CallerId(callers[client as usize % callers.len()].clone());
-        let key = IdempotencyKey(format!("{:08x}-{}", self.rng.gen::<u32>(), self.ops.len() + 1));
+        let caller = CallerId(callers[client as usize % callers.len()].as_str().into());
+        let key = IdempotencyKey(format!("{:08x}-{}", self.rng.gen::<u32>(), self.ops.len() + 1).into());
         let amount = between(self.rng, 1, 999);
         Request { caller, key: Some(key), method: "POST".into(), path: path.into(), body: self.body(amount) }
     }

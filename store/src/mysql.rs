@@ -169,7 +169,7 @@ fn record_row(row: &Row, at: usize) -> Result<RecordRow, StoreError> {
 }
 
 fn scope_at(row: &Row) -> Result<Scope, StoreError> {
-    Ok(Scope { caller: CallerId(col(row, 0)?), key: IdempotencyKey(col(row, 1)?) })
+    Ok(Scope { caller: CallerId(col::<String>(row, 0)?.into()), key: IdempotencyKey(col::<String>(row, 1)?.into()) })
 }
 
 fn record_columns() -> String {
@@ -417,8 +417,11 @@ impl IdempotencyStore for MySqlStore {
         let rows: Vec<Row> = c.exec(sql, (limit_of(limit),)).await.map_err(map_err)?;
         rows.iter()
             .map(|r| {
-                let message =
-                    OutboxMessage { id: MessageId(col(r, 2)?), topic: col(r, 3)?, payload: Bytes(col(r, 4)?) };
+                let message = OutboxMessage {
+                    id: MessageId(col::<String>(r, 2)?.into()),
+                    topic: col(r, 3)?,
+                    payload: Bytes(col(r, 4)?),
+                };
                 Ok(OutboxEntry { scope: scope_at(r)?, message })
             })
             .collect()

@@ -196,12 +196,12 @@ fn record_row(row: &Row, at: usize) -> RecordRow {
 }
 
 fn scope_at(row: &Row) -> Scope {
-    Scope { caller: CallerId(row.get(0)), key: IdempotencyKey(row.get(1)) }
+    Scope { caller: CallerId(row.get::<_, String>(0).into()), key: IdempotencyKey(row.get::<_, String>(1).into()) }
 }
 
 async fn select_record(c: &impl GenericClient, scope: &Scope) -> Result<Option<Record>, StoreError> {
     let sql = format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = $1 AND key = $2");
-    let row = c.query_opt(&sql, &[&scope.caller.0, &scope.key.0]).await.map_err(map_err)?;
+    let row = c.query_opt(&sql, &[&scope.caller.0.as_str(), &scope.key.0.as_str()]).await.map_err(map_err)?;
     match row {
         Some(row) => record_row(&row, 0).into_record(),
         None => Ok(None),
@@ -244,12 +244,16 @@ impl IdempotencyStore for PgStore {
                        ON CONFLICT (caller, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, \
                          status = 'in_progress', attempt = 1, locked_until = EXCLUDED.locked_until, \
                          created_at = EXCLUDED.created_at";
-            c.execute(sql, &[&scope.caller.0, &scope.key.0, &fp.0, &until_ms, &now_ms]).await.map_err(map_err)?;
+            c.execute(sql, &[&scope.caller.0.as_str(), &scope.key.0.as_str(), &fp.0.as_str(), &until_ms, &now_ms])
+                .await
+                .map_err(map_err)?;
             return Ok(Claim::Owned(Attempt::FIRST));
         }
         let tx = c.transaction().await.map_err(map_err)?;
-        let inserted =
-            tx.query_opt(CLAIM, &[&scope.caller.0, &scope.key.0, &fp.0, &until_ms, &now_ms]).await.map_err(map_err)?;
+        let inserted = tx
+            .query_opt(CLAIM, &[&scope.caller.0.as_str(), &scope.key.0.as_str(), &fp.0.as_str(), &until_ms, &now_ms])
+            .await
+            .map_err(map_err)?;
         let claim = match inserted {
             Some(row) => Claim::Owned(attempt_of(i64::from(row.get::<_, i32>(0)))?),
             None => match select_record(&tx, scope).await? {
@@ -275,7 +279,7 @@ impl IdempotencyStore for PgStore {
                    WHERE caller = $2 AND key = $3 AND status = 'in_progress' AND attempt = $4 AND locked_until <= $5 \
                    RETURNING attempt";
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&until_ms, &scope.caller.0, &scope.key.0, &attempt_i32(expected), &now_ms];
+            [&until_ms, &scope.caller.0.as_str(), &scope.key.0.as_str(), &attempt_i32(expected), &now_ms];
         let bumped = tx.query_opt(sql, &params).await.map_err(map_err)?;
         let result = match bumped {
             Some(row) => Takeover::Granted(attempt_of(i64::from(row.get::<_, i32>(0)))?),
@@ -295,8 +299,13 @@ impl IdempotencyStore for PgStore {
         let c = guard.as_mut().expect("conn() connects");
         let sql = "UPDATE idem_records SET recovery_key = $1, recovery_data = $2 \
                    WHERE caller = $3 AND key = $4 AND status = 'in_progress' AND attempt = $5";
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&point.downstream_key.0, &point.data.0, &scope.caller.0, &scope.key.0, &attempt_i32(attempt)];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+            &point.downstream_key.0.as_str(),
+            &point.data.0,
+            &scope.caller.0.as_str(),
+            &scope.key.0.as_str(),
+            &attempt_i32(attempt),
+        ];
         c.execute(sql, &params).await.map(outcome).map_err(map_err)
     }
 
@@ -313,12 +322,13 @@ impl IdempotencyStore for PgStore {
         let changed = if self.inner.flaw == Some(StoreFlaw::UnfencedCompletion) {
             let sql = "UPDATE idem_records SET status = 'completed', response_status = $1, response_body = $2, \
                        locked_until = NULL WHERE caller = $3 AND key = $4 AND status = 'in_progress'";
-            tx.execute(sql, &[&status, body, &scope.caller.0, &scope.key.0]).await
+            tx.execute(sql, &[&status, body, &scope.caller.0.as_str(), &scope.key.0.as_str()]).await
         } else {
             let sql = "UPDATE idem_records SET status = 'completed', response_status = $1, response_body = $2, \
                        locked_until = NULL \
                        WHERE caller = $3 AND key = $4 AND status = 'in_progress' AND attempt = $5";
-            tx.execute(sql, &[&status, body, &scope.caller.0, &scope.key.0, &attempt_i32(attempt)]).await
+            tx.execute(sql, &[&status, body, &scope.caller.0.as_str(), &scope.key.0.as_str(), &attempt_i32(attempt)])
+                .await
         }
         .map_err(map_err)?;
         if changed != 1 {
@@ -326,13 +336,18 @@ impl IdempotencyStore for PgStore {
         }
         if let Some(effect) = &completion.local_effect {
             let sql = "INSERT INTO idem_effects (caller, key, effect_id, data) VALUES ($1, $2, $3, $4)";
-            tx.execute(sql, &[&scope.caller.0, &scope.key.0, &effect.id, &effect.data.0]).await.map_err(map_err)?;
+            tx.execute(sql, &[&scope.caller.0.as_str(), &scope.key.0.as_str(), &effect.id, &effect.data.0])
+                .await
+                .map_err(map_err)?;
         }
         for m in &completion.outbox {
             let sql = "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES ($1, $2, $3, $4, $5)";
-            tx.execute(sql, &[&m.id.0, &scope.caller.0, &scope.key.0, &m.topic, &m.payload.0])
-                .await
-                .map_err(map_err)?;
+            tx.execute(
+                sql,
+                &[&m.id.0.as_str(), &scope.caller.0.as_str(), &scope.key.0.as_str(), &m.topic, &m.payload.0],
+            )
+            .await
+            .map_err(map_err)?;
         }
         tx.commit().await.map_err(map_err)?;
         Ok(WriteOutcome::Applied)
@@ -343,7 +358,10 @@ impl IdempotencyStore for PgStore {
         let c = guard.as_mut().expect("conn() connects");
         let sql = "UPDATE idem_records SET status = 'released', locked_until = NULL \
                    WHERE caller = $1 AND key = $2 AND status = 'in_progress' AND attempt = $3";
-        c.execute(sql, &[&scope.caller.0, &scope.key.0, &attempt_i32(attempt)]).await.map(outcome).map_err(map_err)
+        c.execute(sql, &[&scope.caller.0.as_str(), &scope.key.0.as_str(), &attempt_i32(attempt)])
+            .await
+            .map(outcome)
+            .map_err(map_err)
     }
 
     async fn read(&self, scope: &Scope) -> Result<Option<Record>, StoreError> {
@@ -355,7 +373,7 @@ impl IdempotencyStore for PgStore {
         let guard = self.conn().await?;
         let c = guard.as_ref().expect("conn() connects");
         let sql = "SELECT effect_id, data FROM idem_effects WHERE caller = $1 AND key = $2 ORDER BY seq";
-        let rows = c.query(sql, &[&scope.caller.0, &scope.key.0]).await.map_err(map_err)?;
+        let rows = c.query(sql, &[&scope.caller.0.as_str(), &scope.key.0.as_str()]).await.map_err(map_err)?;
         Ok(rows.iter().map(|r| LocalEffect { id: r.get(0), data: Bytes(r.get(1)) }).collect())
     }
 
@@ -400,7 +418,11 @@ impl IdempotencyStore for PgStore {
             .iter()
             .map(|r| OutboxEntry {
                 scope: scope_at(r),
-                message: OutboxMessage { id: MessageId(r.get(2)), topic: r.get(3), payload: Bytes(r.get(4)) },
+                message: OutboxMessage {
+                    id: MessageId(r.get::<_, String>(2).into()),
+                    topic: r.get(3),
+                    payload: Bytes(r.get(4)),
+                },
             })
             .collect())
     }
@@ -409,7 +431,7 @@ impl IdempotencyStore for PgStore {
         let guard = self.conn().await?;
         let c = guard.as_ref().expect("conn() connects");
         let changed = c
-            .execute("UPDATE idem_outbox SET published = TRUE WHERE message_id = $1", &[&id.0])
+            .execute("UPDATE idem_outbox SET published = TRUE WHERE message_id = $1", &[&id.0.as_str()])
             .await
             .map_err(map_err)?;
         Ok(changed > 0)

@@ -260,7 +260,7 @@ fn scope_of(m: &[u8]) -> Result<Scope, StoreError> {
     let corrupt = || StoreError::Corrupt(format!("member {:?} is not caller NUL key", String::from_utf8_lossy(m)));
     let at = m.iter().position(|b| *b == 0).ok_or_else(corrupt)?;
     let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| corrupt());
-    Ok(Scope { caller: CallerId(text(&m[..at])?), key: IdempotencyKey(text(&m[at + 1..])?) })
+    Ok(Scope { caller: CallerId(text(&m[..at])?.into()), key: IdempotencyKey(text(&m[at + 1..])?.into()) })
 }
 
 fn bytes(v: &Value) -> Option<Vec<u8>> {
@@ -482,7 +482,7 @@ impl IdempotencyStore for RedisStore {
             let [id, m, topic, payload] = items(v) else { return Err(corrupt("an outbox scan", v)) };
             let field = |f: &Value| bytes(f).ok_or_else(|| corrupt("an outbox entry", v));
             let message = OutboxMessage {
-                id: MessageId(text(id).ok_or_else(|| corrupt("an outbox id", v))?),
+                id: MessageId(text(id).ok_or_else(|| corrupt("an outbox id", v))?.into()),
                 topic: text(topic).ok_or_else(|| corrupt("an outbox topic", v))?,
                 payload: Bytes(field(payload)?),
             };

@@ -35,7 +35,7 @@ impl RecordRow {
                 let locked_until =
                     self.locked_until.ok_or_else(|| StoreError::Corrupt("in_progress row without a lease".into()))?;
                 let recovery_point = self.recovery_key.map(|k| RecoveryPoint {
-                    downstream_key: DownstreamKey(k),
+                    downstream_key: DownstreamKey(k.into()),
                     data: Bytes(self.recovery_data.unwrap_or_default()),
                 });
                 RecordState::InProgress { attempt, locked_until: time_of(locked_until)?, recovery_point }
@@ -49,7 +49,11 @@ impl RecordRow {
             }
             other => return Err(StoreError::Corrupt(format!("unknown status {other:?}"))),
         };
-        Ok(Some(Record { fingerprint: Fingerprint(self.fingerprint), created_at: time_of(self.created_at)?, state }))
+        Ok(Some(Record {
+            fingerprint: Fingerprint(self.fingerprint.into()),
+            created_at: time_of(self.created_at)?,
+            state,
+        }))
     }
 }
 

@@ -111,7 +111,7 @@ impl IdempotencyStore for SqliteStore {
                        recovery_key = NULL, recovery_data = NULL, response_status = NULL, response_body = NULL \
                      WHERE idem_records.status = 'released' \
                      RETURNING attempt",
-                    params![scope.caller.0, scope.key.0, fp.0, until_ms, now_ms],
+                    params![scope.caller.0.as_str(), scope.key.0.as_str(), fp.0.as_str(), until_ms, now_ms],
                     |row| row.get(0),
                 )
                 .optional()
@@ -138,7 +138,7 @@ impl IdempotencyStore for SqliteStore {
                     "UPDATE idem_records SET attempt = attempt + 1, locked_until = ?1 \
                      WHERE caller = ?2 AND key = ?3 AND status = 'in_progress' AND attempt = ?4 AND locked_until <= ?5 \
                      RETURNING attempt",
-                    params![until_ms, scope.caller.0, scope.key.0, expected.0, now_ms],
+                    params![until_ms, scope.caller.0.as_str(), scope.key.0.as_str(), expected.0, now_ms],
                     |row| row.get(0),
                 )
                 .optional()
@@ -161,7 +161,13 @@ impl IdempotencyStore for SqliteStore {
             .execute(
                 "UPDATE idem_records SET recovery_key = ?1, recovery_data = ?2 \
                  WHERE caller = ?3 AND key = ?4 AND status = 'in_progress' AND attempt = ?5",
-                params![point.downstream_key.0, point.data.0, scope.caller.0, scope.key.0, attempt.0],
+                params![
+                    point.downstream_key.0.as_str(),
+                    point.data.0,
+                    scope.caller.0.as_str(),
+                    scope.key.0.as_str(),
+                    attempt.0
+                ],
             )
             .map_err(map_err)?;
         Ok(outcome(changed))
@@ -182,8 +188,8 @@ impl IdempotencyStore for SqliteStore {
                     params![
                         completion.response.status,
                         completion.response.body.0,
-                        scope.caller.0,
-                        scope.key.0,
+                        scope.caller.0.as_str(),
+                        scope.key.0.as_str(),
                         attempt.0
                     ],
                 )
@@ -194,14 +200,14 @@ impl IdempotencyStore for SqliteStore {
             if let Some(effect) = &completion.local_effect {
                 tx.execute(
                     "INSERT INTO idem_effects (caller, key, effect_id, data) VALUES (?1, ?2, ?3, ?4)",
-                    params![scope.caller.0, scope.key.0, effect.id, effect.data.0],
+                    params![scope.caller.0.as_str(), scope.key.0.as_str(), effect.id, effect.data.0],
                 )
                 .map_err(map_err)?;
             }
             for m in &completion.outbox {
                 tx.execute(
                     "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![m.id.0, scope.caller.0, scope.key.0, m.topic, m.payload.0],
+                    params![m.id.0.as_str(), scope.caller.0.as_str(), scope.key.0.as_str(), m.topic, m.payload.0],
                 )
                 .map_err(map_err)?;
             }
@@ -215,7 +221,7 @@ impl IdempotencyStore for SqliteStore {
             .execute(
                 "UPDATE idem_records SET status = 'released', locked_until = NULL \
                  WHERE caller = ?1 AND key = ?2 AND status = 'in_progress' AND attempt = ?3",
-                params![scope.caller.0, scope.key.0, attempt.0],
+                params![scope.caller.0.as_str(), scope.key.0.as_str(), attempt.0],
             )
             .map_err(map_err)?;
         Ok(outcome(changed))
@@ -231,7 +237,7 @@ impl IdempotencyStore for SqliteStore {
             .prepare_cached("SELECT effect_id, data FROM idem_effects WHERE caller = ?1 AND key = ?2 ORDER BY seq")
             .map_err(map_err)?;
         let rows = stmt
-            .query_map(params![scope.caller.0, scope.key.0], |row| {
+            .query_map(params![scope.caller.0.as_str(), scope.key.0.as_str()], |row| {
                 Ok(LocalEffect { id: row.get(0)?, data: Bytes(row.get(1)?) })
             })
             .map_err(map_err)?;
@@ -285,8 +291,11 @@ impl IdempotencyStore for SqliteStore {
         let limit = limit_of(limit);
         let rows = stmt
             .query_map(params![limit], |row| {
-                let message =
-                    OutboxMessage { id: MessageId(row.get(2)?), topic: row.get(3)?, payload: Bytes(row.get(4)?) };
+                let message = OutboxMessage {
+                    id: MessageId(row.get::<_, String>(2)?.into()),
+                    topic: row.get(3)?,
+                    payload: Bytes(row.get(4)?),
+                };
                 Ok(OutboxEntry { scope: scope_of(row)?, message })
             })
             .map_err(map_err)?;
@@ -296,7 +305,7 @@ impl IdempotencyStore for SqliteStore {
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
         let conn = self.lock();
         let changed = conn
-            .execute("UPDATE idem_outbox SET published = 1 WHERE message_id = ?1", params![id.0])
+            .execute("UPDATE idem_outbox SET published = 1 WHERE message_id = ?1", params![id.0.as_str()])
             .map_err(map_err)?;
         Ok(changed > 0)
     }
@@ -306,7 +315,7 @@ fn select_record(conn: &Connection, scope: &Scope) -> Result<Option<Record>, Sto
     let sql =
         format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = ?1 AND key = ?2 AND status <> 'released'");
     let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
-    let mut rows = stmt.query(params![scope.caller.0, scope.key.0]).map_err(map_err)?;
+    let mut rows = stmt.query(params![scope.caller.0.as_str(), scope.key.0.as_str()]).map_err(map_err)?;
     match rows.next().map_err(map_err)? {
         Some(row) => record_at(row, 0),
         None => Ok(None),
@@ -332,7 +341,10 @@ fn record_at(row: &Row<'_>, at: usize) -> Result<Option<Record>, StoreError> {
 }
 
 fn scope_of(row: &Row<'_>) -> rusqlite::Result<Scope> {
-    Ok(Scope { caller: CallerId(row.get(0)?), key: IdempotencyKey(row.get(1)?) })
+    Ok(Scope {
+        caller: CallerId(row.get::<_, String>(0)?.into()),
+        key: IdempotencyKey(row.get::<_, String>(1)?.into()),
+    })
 }
 
 fn outcome(changed: usize) -> WriteOutcome {

@@ -218,7 +218,7 @@ mod tests {
     }
 
     fn fp(body: &str) -> String {
-        request("acme", Some("k1"), "/orders", body).fingerprint().0
+        request("acme", Some("k1"), "/orders", body).fingerprint().0.to_string()
     }
 
     /// A server that caches record states answers 409 for a record the

@@ -40,7 +40,7 @@ pub async fn exchange(target: &Target, request: &Request) -> Outcome {
         .header(&target.tenant_header, target.tenant_value.replace("{tenant}", &request.caller.0))
         .body(request.body.0.clone());
     if let Some(key) = &request.key {
-        send = send.header(&target.key_header, &key.0);
+        send = send.header(&target.key_header, key.0.as_str());
     }
     let answer = match send.send().await {
         Ok(a) => a,

@@ -304,10 +304,10 @@ fn run_tag() -> String {
 async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
     let e = &config.endpoints[0];
     let probe = Request {
-        caller: idemsim_model::CallerId(config.tenants[0].clone()),
+        caller: idemsim_model::CallerId(config.tenants[0].as_str().into()),
         key: None,
-        method: e.method.clone(),
-        path: e.path.clone(),
+        method: e.method.as_str().into(),
+        path: e.path.as_str().into(),
         body: idemsim_model::Bytes::text(&config::body(&e.body, 1, "idemsim-preflight")),
     };
     let within = Duration::from_millis(10_000);
@@ -479,8 +479,13 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
     for s in &seen {
         if let Seen::Sent { request, .. } = s {
             if let Some(k) = &request.key {
-                if keys.insert((request.caller.0.clone(), k.0.clone())) {
-                    slots.insert((request.caller.0.clone(), request.method.clone(), request.path.clone(), k.0.clone()));
+                if keys.insert((request.caller.0.to_string(), k.0.to_string())) {
+                    slots.insert((
+                        request.caller.0.to_string(),
+                        request.method.to_string(),
+                        request.path.to_string(),
+                        k.0.to_string(),
+                    ));
                 }
             }
         }
@@ -498,7 +503,7 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
         let Ok(answer) = get else { continue };
         let Ok(list) = answer.json::<Vec<serde_json::Value>>().await else { continue };
         listed = true;
-        let (caller, key) = (idemsim_model::CallerId(tenant), idemsim_model::IdempotencyKey(key));
+        let (caller, key) = (idemsim_model::CallerId(tenant.into()), idemsim_model::IdempotencyKey(key.into()));
         rec.push(|at_ms| Seen::LocalEffects { at_ms, caller, method, path, key, count: list.len() });
     }
     listed

@@ -207,10 +207,10 @@ impl Builder<'_> {
             false => &e.body,
         };
         let request = Request {
-            caller: CallerId(self.config.tenants[shape.tenant].clone()),
-            key: shape.key.clone().map(IdempotencyKey),
-            method: e.method.clone(),
-            path: e.path.clone(),
+            caller: CallerId(self.config.tenants[shape.tenant].as_str().into()),
+            key: shape.key.as_deref().map(|k| IdempotencyKey(k.into())),
+            method: e.method.as_str().into(),
+            path: e.path.as_str().into(),
             body: Bytes::text(&body(template, shape.amount, &shape.reference)),
         };
         PlannedOp { op: OpId(self.next_op), request, attack: attack.name(), fault }
@@ -291,7 +291,12 @@ mod tests {
             .iter()
             .flat_map(|g| g.stages.iter().flatten())
             .map(|o| {
-                (o.op.0, o.request.path.clone(), o.request.key.as_ref().map(|k| k.0.clone()), o.request.body.lossy())
+                (
+                    o.op.0,
+                    o.request.path.to_string(),
+                    o.request.key.as_ref().map(|k| k.0.to_string()),
+                    o.request.body.lossy(),
+                )
             })
             .collect()
     }

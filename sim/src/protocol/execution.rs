@@ -35,13 +35,13 @@ pub fn validate(request: &Request) -> Result<(), String> {
 /// The downstream key, derived from the record (its scope and fingerprint),
 /// so every attempt of one execution passes the same key.
 pub fn downstream_key(scope: &Scope, fingerprint: &Fingerprint) -> DownstreamKey {
-    DownstreamKey(format!("dk:{scope}:{}", fingerprint.short()))
+    DownstreamKey(format!("dk:{scope}:{}", fingerprint.short()).into())
 }
 
 /// The broken derivation of `Variant::DownstreamKeyFromAttempt`: one key
 /// per attempt, so every resume is a new payment.
 pub fn attempt_downstream_key(scope: &Scope, attempt: idemsim_model::Attempt) -> DownstreamKey {
-    DownstreamKey(format!("dk:{scope}:attempt-{}", attempt.0))
+    DownstreamKey(format!("dk:{scope}:attempt-{}", attempt.0).into())
 }
 
 /// The request as recovery-point data, and back.
@@ -73,7 +73,7 @@ pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>, stamp:
     let local_effect = effects.local.then(|| LocalEffect { id: format!("order:{scope}"), data: Bytes::text(&body) });
     let outbox = if effects.message {
         vec![OutboxMessage {
-            id: MessageId(format!("msg:{scope}")),
+            id: MessageId(format!("msg:{scope}").into()),
             topic: "checkout.completed".into(),
             payload: Bytes::text(&body),
         }]

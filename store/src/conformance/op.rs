@@ -105,7 +105,7 @@ pub(crate) fn fingerprint(body: u8) -> Fingerprint {
 }
 
 pub(crate) fn recovery_point(tag: u8) -> RecoveryPoint {
-    RecoveryPoint { downstream_key: DownstreamKey(format!("dk-{tag}")), data: Bytes(vec![tag, 0, 255]) }
+    RecoveryPoint { downstream_key: DownstreamKey(format!("dk-{tag}").into()), data: Bytes(vec![tag, 0, 255]) }
 }
 
 /// The completion of op number `step`: message ids embed the step, so they
@@ -118,7 +118,7 @@ pub(crate) fn completion(step: usize, scope: &Scope, status: u16, local_effect: 
             .then(|| LocalEffect { id: format!("effect-{step}"), data: Bytes::text(&scope.to_string()) }),
         outbox: (0..messages)
             .map(|i| OutboxMessage {
-                id: MessageId(format!("m{step}-{i}")),
+                id: MessageId(format!("m{step}-{i}").into()),
                 topic: "orders".into(),
                 payload: Bytes(vec![i, 0xfe]),
             })

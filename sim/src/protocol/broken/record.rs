@@ -166,7 +166,7 @@ impl Protocol for KeyIncludesBody {
         let scope = request.scope()?;
         let fingerprint = request.fingerprint();
         let short = &fingerprint.0[..fingerprint.0.len().min(8)];
-        Some(Scope { key: IdempotencyKey(format!("{}#{short}", scope.key.0)), ..scope })
+        Some(Scope { key: IdempotencyKey(format!("{}#{short}", scope.key.0).into()), ..scope })
     }
 }
 

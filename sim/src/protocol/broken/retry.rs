@@ -28,7 +28,7 @@ impl Protocol for NewKeyPerRetry {
     fn request_for_try(&self, request: &Request, try_no: u32) -> Request {
         match &request.key {
             Some(key) if try_no > 1 => {
-                Request { key: Some(IdempotencyKey(format!("{}-retry-{try_no}", key.0))), ..request.clone() }
+                Request { key: Some(IdempotencyKey(format!("{}-retry-{try_no}", key.0).into())), ..request.clone() }
             }
             _ => request.clone(),
         }
