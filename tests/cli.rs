@@ -166,9 +166,12 @@ fn bench_prints_every_figure_as_json() {
         assert!(ttff[&format!("default/{variant}")].as_f64().unwrap() > 0.0, "{variant}");
         assert_eq!(doc["time_to_first_failure_detail"][format!("default/{variant}")]["found"], 3, "{variant}");
     }
-    // Six wall-clock targets and the instruction count, which valgrind
-    // (on every machine of this kind) makes.
-    assert_eq!(doc["targets"].as_array().unwrap().len(), 7, "{}", doc["instructions_skipped"]);
+    // Seven wall-clock and memory targets and the instruction count, which
+    // valgrind (on every machine of this kind) makes.
+    let targets = doc["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 8, "{}", doc["instructions_skipped"]);
+    let rss = targets.iter().find(|t| t["name"].as_str().unwrap().starts_with("peak RSS")).expect("an RSS target");
+    assert_eq!(rss["goal"], "< 32 MiB");
     let i = &doc["instructions"];
     assert!(i["per_seed"].as_f64().unwrap() > i["floor_per_seed"].as_f64().unwrap(), "{i}");
     assert!(i["floor_per_seed"].as_f64().unwrap() > 0.0 && i["messages_per_seed"].as_f64().unwrap() > 100.0, "{i}");
