@@ -17,6 +17,10 @@ use idemsim_store::IdempotencyStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// A hash map with a fixed hasher, for the world's tables that are only
+/// looked up by key, never iterated: no hash order can reach a run.
+pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+
 /// A timed action run by the agenda task on the world node.
 #[derive(Debug)]
 pub(crate) enum Action {
@@ -57,7 +61,7 @@ pub(crate) struct World {
     pub clients: Keyed,
     pub servers: Keyed,
     /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
-    pub occurrences: BTreeMap<u64, u32>,
+    pub occurrences: Lookup<u64, u32>,
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
     pub faults_on: bool,
@@ -90,9 +94,9 @@ pub(crate) struct World {
     /// Clients waiting for a response, by node and request.
     pub responses: BTreeMap<(NodeId, idemsim_model::RequestId), oneshot::Sender<Msg>>,
     /// How many copies of each send servers have received.
-    pub received: BTreeMap<idemsim_model::RequestId, u32>,
+    pub received: Lookup<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
-    pub op_clients: BTreeMap<idemsim_model::OpId, u32>,
+    pub op_clients: Lookup<idemsim_model::OpId, u32>,
     /// Store operations the database node is still waiting for.
     pub store_calls_waiting: u32,
     /// Write-back durability is on and the store opted in to it.
