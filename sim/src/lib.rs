@@ -46,6 +46,7 @@ pub mod html;
 mod msg;
 mod net;
 mod node;
+mod nodes;
 pub mod plan;
 pub mod protocol;
 pub mod rng;

@@ -59,16 +59,12 @@ impl Node {
             while w.calls.contains_key(&id) {
                 id = crate::rng::key(&[id]);
             }
-            w.calls.insert(id, tx);
-            w.call_owners.insert(id, self.id);
+            w.calls.insert(id, (self.id, tx));
             id
         });
         self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
         let reply = crate::alarm::within(timeout_ms, rx).await;
-        self.sim.with(|w| {
-            w.calls.remove(&id);
-            w.call_owners.remove(&id);
-        });
+        self.sim.with(|w| w.calls.remove(&id));
         reply.and_then(Result::ok)
     }
 

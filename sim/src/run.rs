@@ -323,7 +323,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         occurrences: Default::default(),
         messages: 0,
         faults_on: true,
-        nodes: BTreeMap::new(),
+        nodes: Default::default(),
         agenda: Default::default(),
         kicked: false,
         stopping: false,
@@ -337,7 +337,6 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         buckets: BTreeMap::new(),
         received: Default::default(),
         calls: BTreeMap::new(),
-        call_owners: BTreeMap::new(),
         responses: BTreeMap::new(),
         op_clients,
         write_back,
@@ -442,7 +441,7 @@ async fn shut_down(sim: &Sim) {
         if let Some(waker) = w.agenda_waker.take() {
             waker.wake();
         }
-        w.nodes.values().filter_map(|n| n.madsim.as_ref().map(|h| h.id())).collect::<Vec<_>>()
+        w.nodes.iter_mut().filter_map(|(_, n)| n.madsim.as_ref().map(|h| h.id())).collect::<Vec<_>>()
     });
     let handle = madsim::runtime::Handle::current();
     for id in nodes {

@@ -65,7 +65,7 @@ pub(crate) struct World {
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
     pub faults_on: bool,
-    pub nodes: BTreeMap<NodeId, NodeState>,
+    pub nodes: crate::nodes::NodeTable,
     pub agenda: crate::agenda::Agenda,
     /// Set when something earlier than the agenda task's wait was
     /// scheduled; the task's waker to wake then.
@@ -88,9 +88,9 @@ pub(crate) struct World {
     pub consumed: BTreeSet<MessageId>,
     /// Each client's retry budget.
     pub buckets: BTreeMap<u32, TokenBucket>,
-    /// Callers waiting for a reply, by call id (and which node waits).
-    pub calls: BTreeMap<crate::msg::CallId, oneshot::Sender<crate::msg::ReplyBody>>,
-    pub call_owners: BTreeMap<crate::msg::CallId, NodeId>,
+    /// Callers waiting for a reply, by call id: which node waits, and
+    /// where its reply goes.
+    pub calls: BTreeMap<crate::msg::CallId, (NodeId, oneshot::Sender<crate::msg::ReplyBody>)>,
     /// Clients waiting for a response, by node and request.
     pub responses: BTreeMap<(NodeId, idemsim_model::RequestId), oneshot::Sender<Msg>>,
     /// How many copies of each send servers have received.
@@ -261,12 +261,12 @@ impl World {
     }
 
     pub fn node(&mut self, id: NodeId) -> &mut NodeState {
-        self.nodes.entry(id).or_default()
+        self.nodes.entry(id)
     }
 
     /// Hands a reply to the caller waiting for it, if it still waits.
     pub fn answer_call(&mut self, id: crate::msg::CallId, body: crate::msg::ReplyBody) {
-        if let Some(waiter) = self.calls.remove(&id) {
+        if let Some((_, waiter)) = self.calls.remove(&id) {
             let _ = waiter.send(body);
         }
     }
@@ -280,11 +280,7 @@ impl World {
 
     /// Forgets what a crashed node was waiting for.
     pub fn forget_waiters(&mut self, node: NodeId) {
-        let dead: Vec<_> = self.call_owners.iter().filter(|(_, n)| **n == node).map(|(id, _)| *id).collect();
-        for id in dead {
-            self.calls.remove(&id);
-            self.call_owners.remove(&id);
-        }
+        self.calls.retain(|_, (owner, _)| *owner != node);
         self.responses.retain(|(n, _), _| *n != node);
     }
 
@@ -296,7 +292,6 @@ impl World {
         self.agenda_waker = None;
         self.relay_wake = None;
         self.calls.clear();
-        self.call_owners.clear();
         self.responses.clear();
     }
 
@@ -307,15 +302,15 @@ impl World {
         let mut down = Vec::new();
         let mut paused = Vec::new();
         let mut partitioned = false;
-        for (id, n) in &mut self.nodes {
+        for (id, n) in self.nodes.iter_mut() {
             partitioned |= n.cut_in || n.cut_out;
             n.cut_in = false;
             n.cut_out = false;
             if !n.up {
-                down.push(*id);
+                down.push(id);
             }
             if n.paused {
-                paused.push(*id);
+                paused.push(id);
             }
         }
         self.record(NodeId::World, Event::Phase { phase: Phase::Heal });
