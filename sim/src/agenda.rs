@@ -1,9 +1,10 @@
-//! The world's timed actions, earliest first, ties in the order they were
-//! scheduled: a binary heap, because every message passes through here
+//! The world's timed actions, earliest first; within a millisecond,
+//! waiters' deadlines after everything else, and ties in the order they
+//! were scheduled: a binary heap, because every message passes through here
 //! once (a push and a pop) and a heap does that for a fraction of a
 //! B-tree's cost.
 
-use crate::world::Action;
+use crate::world::{Action, Waiter};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -11,6 +12,9 @@ use std::collections::BinaryHeap;
 #[derive(Default)]
 pub(crate) struct Agenda {
     heap: BinaryHeap<Reverse<Entry>>,
+    /// Waiters' deadlines, apart: most are dropped unseen once their waiter
+    /// is answered, and a small entry makes that cheap.
+    deadlines: BinaryHeap<Reverse<Deadline>>,
     scheduled: u64,
 }
 
@@ -20,31 +24,72 @@ struct Entry {
     action: Action,
 }
 
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Deadline {
+    at_ms: u64,
+    seq: u64,
+    waiter: Waiter,
+}
+
 impl Agenda {
-    /// Schedules `action` at `at_ms`; true when it is now the earliest.
-    pub fn push(&mut self, at_ms: u64, action: Action) -> bool {
+    /// Schedules `action` at `at_ms`.
+    pub fn push(&mut self, at_ms: u64, action: Action) {
         self.scheduled += 1;
-        let seq = self.scheduled;
-        self.heap.push(Reverse(Entry { at_ms, seq, action }));
-        self.heap.peek().is_some_and(|first| first.0.seq == seq)
+        self.heap.push(Reverse(Entry { at_ms, seq: self.scheduled, action }));
     }
 
-    /// The earliest action, if it is due at `now_ms`.
-    pub fn pop_due(&mut self, now_ms: u64) -> Option<Action> {
-        match self.heap.peek() {
-            Some(first) if first.0.at_ms <= now_ms => self.heap.pop().map(|e| e.0.action),
-            _ => None,
+    /// Schedules `waiter`'s deadline at `at_ms`.
+    pub fn push_deadline(&mut self, at_ms: u64, waiter: Waiter) {
+        self.scheduled += 1;
+        self.deadlines.push(Reverse(Deadline { at_ms, seq: self.scheduled, waiter }));
+    }
+
+    /// The earliest action due at `now_ms`: actions first, then the
+    /// deadlines of waiters that still wait (`waits`); the others go.
+    pub fn pop_due(&mut self, now_ms: u64, waits: impl Fn(Waiter) -> bool) -> Option<Action> {
+        let action_ms = self.heap.peek().map_or(u64::MAX, |first| first.0.at_ms);
+        if action_ms <= now_ms && self.deadlines.peek().is_none_or(|d| action_ms <= d.0.at_ms) {
+            return self.heap.pop().map(|e| e.0.action);
+        }
+        while let Some(Reverse(first)) = self.deadlines.peek() {
+            if first.at_ms > now_ms || first.at_ms >= action_ms {
+                break;
+            }
+            let waiter = first.waiter;
+            self.deadlines.pop();
+            if waits(waiter) {
+                return Some(Action::Expire(waiter));
+            }
+        }
+        match action_ms <= now_ms {
+            true => self.heap.pop().map(|e| e.0.action),
+            false => None,
         }
     }
 
-    /// When the earliest action is due.
+    /// When the earliest entry is due, after dropping the deadlines of
+    /// waiters that no longer wait.
+    pub fn next_live_ms(&mut self, waits: impl Fn(Waiter) -> bool) -> Option<u64> {
+        while self.deadlines.peek().is_some_and(|d| !waits(d.0.waiter)) {
+            self.deadlines.pop();
+        }
+        self.next_ms()
+    }
+
+    /// When the earliest entry is due.
     pub fn next_ms(&self) -> Option<u64> {
-        self.heap.peek().map(|first| first.0.at_ms)
+        let action = self.heap.peek().map(|first| first.0.at_ms);
+        let deadline = self.deadlines.peek().map(|first| first.0.at_ms);
+        match (action, deadline) {
+            (Some(a), Some(d)) => Some(a.min(d)),
+            (a, d) => a.or(d),
+        }
     }
 
     /// Forgets everything scheduled.
     pub fn clear(&mut self) {
         self.heap.clear();
+        self.deadlines.clear();
     }
 }
 
@@ -87,14 +132,28 @@ mod tests {
     #[test]
     fn earliest_first_and_ties_in_scheduling_order() {
         let mut agenda = Agenda::default();
-        assert!(agenda.push(10, restart(1)));
-        assert!(!agenda.push(10, restart(2)), "a tie is not earlier");
-        assert!(agenda.push(5, restart(3)));
-        assert!(!agenda.push(7, restart(4)));
+        agenda.push(10, restart(1));
+        agenda.push(10, restart(2));
+        agenda.push(5, restart(3));
+        agenda.push(7, restart(4));
         assert_eq!(agenda.next_ms(), Some(5));
-        assert_eq!(node(agenda.pop_due(4)), None, "nothing due yet");
-        let order: Vec<_> = std::iter::from_fn(|| node(agenda.pop_due(10))).collect();
+        assert_eq!(node(agenda.pop_due(4, |_| true)), None, "nothing due yet");
+        let order: Vec<_> = std::iter::from_fn(|| node(agenda.pop_due(10, |_| true))).collect();
         assert_eq!(order, vec![3, 4, 1, 2]);
+        assert_eq!(agenda.next_ms(), None);
+    }
+
+    #[test]
+    fn deadlines_come_last_in_their_millisecond_and_answered_ones_go_unseen() {
+        let mut agenda = Agenda::default();
+        let (answered, waiting) = (Waiter::Call(1), Waiter::Call(2));
+        agenda.push_deadline(5, answered);
+        agenda.push_deadline(6, waiting);
+        agenda.push(6, restart(1));
+        let waits = |w: Waiter| w == waiting;
+        assert_eq!(agenda.next_live_ms(waits), Some(6), "the answered deadline at 5 is dropped");
+        assert_eq!(node(agenda.pop_due(6, waits)), Some(1), "the action before the deadline of its millisecond");
+        assert!(matches!(agenda.pop_due(6, waits), Some(Action::Expire(w)) if w == waiting));
         assert_eq!(agenda.next_ms(), None);
     }
 }

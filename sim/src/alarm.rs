@@ -5,8 +5,13 @@
 //! that is woken for another reason (a reply, a kick, an older timer) and
 //! polls its `Sleep` again leaves one more timer behind, which wakes it
 //! again later: the timers multiply. An [`Alarm`] arms its timer once and
-//! afterwards only reads the clock. Deadlines are exactly madsim's (at
-//! least 1 ms ahead, like `tokio::time::sleep`).
+//! afterwards only reads the clock.
+//!
+//! Deadlines lie on the run's whole-millisecond grid (`after_ms(n)` is due
+//! at the start of millisecond `now + n`), so every timer due in the same
+//! millisecond fires in the same step of madsim's clock: one clock advance
+//! and one pass over the ready tasks per simulated millisecond, however many
+//! timers it holds.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,7 +27,14 @@ pub(crate) struct Alarm {
 impl Alarm {
     /// An alarm `ms` from now.
     pub fn after_ms(ms: u64) -> Alarm {
-        Alarm { sleep: madsim::time::sleep(Duration::from_millis(ms)), armed: false }
+        Alarm::at_ms(crate::world::true_now().0 + ms)
+    }
+
+    /// An alarm due at `at_ms` of true simulated time.
+    pub fn at_ms(at_ms: u64) -> Alarm {
+        let clock = crate::world::clock();
+        let origin = clock.now_instant() - clock.elapsed();
+        Alarm { sleep: clock.sleep_until(origin + Duration::from_millis(at_ms)), armed: false }
     }
 
     /// True once the deadline has passed; otherwise makes sure (once) that

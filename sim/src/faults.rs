@@ -3,62 +3,47 @@
 //! fault sites inside the server (crash or pause at the worst moment), and
 //! from the heal phase undoing them.
 
-use crate::alarm::Alarm;
 use crate::plan::FaultAction;
 use crate::world::{true_now, Action, Sim, World};
-use futures::future::select;
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 
-/// Runs agenda actions at their times, forever. Woken early by a kick when
-/// something earlier than its current wait is scheduled.
+/// Runs agenda actions at their times, until the run stops. Woken by the
+/// timers of [`crate::wakeups`], armed for each scheduled action's time.
 pub(crate) async fn agenda(sim: Sim) {
-    // The alarm for the earliest entry, kept while that stays the earliest.
-    let mut alarm: Option<(u64, Alarm)> = None;
+    let waker = std::future::poll_fn(|cx| std::task::Poll::Ready(cx.waker().clone())).await;
+    sim.with(|w| w.wakeups.set_waker(&waker));
     loop {
-        let now = true_now().0;
-        let due = sim.with(|w| w.agenda.pop_due(now));
-        if let Some(action) = due {
-            apply(&sim, action);
-            continue;
-        }
-        let (next, stopping) = sim.with(|w| {
-            w.kicked = false;
-            (w.agenda.next_ms(), w.stopping)
-        });
-        if stopping {
-            return;
-        }
-        match next {
-            Some(at) => {
-                if alarm.as_ref().is_none_or(|(armed_for, _)| *armed_for != at) {
-                    alarm = Some((at, Alarm::after_ms(at - now)));
-                }
-                let (_, wait) = alarm.as_mut().expect("set just above");
-                select(wait, Kick { sim: &sim }).await;
-            }
-            None => Kick { sim: &sim }.await,
+        match sim.with(|w| w.agenda_step(true_now().0)) {
+            Step::Apply(action) => apply(&sim, action),
+            Step::Wait => Woken::default().await,
+            Step::Stop => return,
         }
     }
 }
 
-/// Ready once something was scheduled earlier than the agenda's wait.
-struct Kick<'a> {
-    sim: &'a Sim,
+/// What the agenda task does next.
+pub(crate) enum Step {
+    Apply(Action),
+    /// Nothing is due: wait to be woken.
+    Wait,
+    Stop,
 }
 
-impl std::future::Future for Kick<'_> {
+/// Pending until the task is woken once.
+#[derive(Default)]
+struct Woken {
+    polled: bool,
+}
+
+impl std::future::Future for Woken {
     type Output = ();
 
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        self.sim.with(|w| {
-            if w.kicked {
-                w.kicked = false;
-                return std::task::Poll::Ready(());
-            }
-            w.agenda_waker = Some(cx.waker().clone());
-            std::task::Poll::Pending
-        })
+    fn poll(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        match std::mem::replace(&mut self.polled, true) {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
+        }
     }
 }
 
@@ -82,6 +67,7 @@ fn apply(sim: &Sim, action: Action) {
         }),
         Action::Restart(node) => sim.restart(node),
         Action::Resume(node) => sim.resume(node),
+        Action::Expire(waiter) => sim.with(|w| w.expire(waiter)),
         Action::Reconnect { node, outgoing, incoming } => sim.with(|w| {
             let n = w.node(node);
             if (outgoing && n.cut_out) || (incoming && n.cut_in) {

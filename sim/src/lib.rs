@@ -57,6 +57,7 @@ pub mod swarm;
 pub mod timeline;
 pub mod trace;
 pub mod variant;
+mod wakeups;
 mod worker_memo;
 pub mod workload;
 mod world;

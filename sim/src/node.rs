@@ -1,7 +1,7 @@
 //! A node's runtime: its mailbox loop, and calls with replies and timeouts.
 
 use crate::msg::{CallBody, CallId, Msg, ReplyBody};
-use crate::world::Sim;
+use crate::world::{Sim, Waiter};
 use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
 use idemsim_model::history::Origin;
@@ -63,9 +63,10 @@ impl Node {
             id
         });
         self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
-        let reply = crate::alarm::within(timeout_ms, rx).await;
-        self.sim.with(|w| w.calls.remove(&id));
-        reply.and_then(Result::ok)
+        self.sim.with(|w| w.expire_after(timeout_ms, Waiter::Call(id)));
+        let reply = rx.await.ok();
+        self.sim.with(|w| w.expire(Waiter::Call(id)));
+        reply
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
@@ -73,9 +74,10 @@ impl Node {
         let (tx, rx) = oneshot::channel();
         self.sim.with(|w| w.responses.insert((self.id, req), tx));
         self.sim.send(self.id, to, msg);
-        let response = crate::alarm::within(timeout_ms, rx).await;
-        self.sim.with(|w| w.responses.remove(&(self.id, req)));
-        response.and_then(Result::ok)
+        self.sim.with(|w| w.expire_after(timeout_ms, Waiter::Response(self.id, req)));
+        let response = rx.await.ok();
+        self.sim.with(|w| w.expire(Waiter::Response(self.id, req)));
+        response
     }
 
     /// Answers a call.

@@ -325,9 +325,8 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         faults_on: true,
         nodes: Default::default(),
         agenda: Default::default(),
-        kicked: false,
+        wakeups: Default::default(),
         stopping: false,
-        agenda_waker: None,
         steps: 0,
         abort: Some(abort_tx),
         aborted: None,
@@ -437,10 +436,7 @@ async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut ab
 async fn shut_down(sim: &Sim) {
     let nodes = sim.with(|w| {
         w.stopping = true;
-        w.kicked = true;
-        if let Some(waker) = w.agenda_waker.take() {
-            waker.wake();
-        }
+        w.wakeups.wake_now();
         w.nodes.iter_mut().filter_map(|(_, n)| n.madsim.as_ref().map(|h| h.id())).collect::<Vec<_>>()
     });
     let handle = madsim::runtime::Handle::current();

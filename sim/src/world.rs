@@ -12,7 +12,7 @@ use crate::swarm::FaultProfile;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
-use idemsim_model::{DownstreamKey, Event, History, MessageId, NodeId, Scope, SimTime};
+use idemsim_model::{DownstreamKey, Event, History, MessageId, NodeId, RequestId, Scope, SimTime};
 use idemsim_store::IdempotencyStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +35,17 @@ pub(crate) enum Action {
     Resume(NodeId),
     /// Undo a partition of one node.
     Reconnect { node: NodeId, outgoing: bool, incoming: bool },
+    /// A waiter's deadline: if it still waits, it stops waiting (its
+    /// receiver sees the sender dropped). Runs after everything else due
+    /// in the same millisecond, so an answer that arrives then wins.
+    Expire(Waiter),
+}
+
+/// A caller waiting for a reply, or a client for a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Waiter {
+    Call(crate::msg::CallId),
+    Response(NodeId, idemsim_model::RequestId),
 }
 
 /// What the world knows about one node.
@@ -67,10 +78,8 @@ pub(crate) struct World {
     pub faults_on: bool,
     pub nodes: crate::nodes::NodeTable,
     pub agenda: crate::agenda::Agenda,
-    /// Set when something earlier than the agenda task's wait was
-    /// scheduled; the task's waker to wake then.
-    pub kicked: bool,
-    pub agenda_waker: Option<std::task::Waker>,
+    /// What wakes the agenda task.
+    pub wakeups: crate::wakeups::Wakeups,
     /// The run is over: the agenda task returns.
     pub stopping: bool,
     pub steps: u64,
@@ -90,9 +99,9 @@ pub(crate) struct World {
     pub buckets: BTreeMap<u32, TokenBucket>,
     /// Callers waiting for a reply, by call id: which node waits, and
     /// where its reply goes.
-    pub calls: BTreeMap<crate::msg::CallId, (NodeId, oneshot::Sender<crate::msg::ReplyBody>)>,
+    pub calls: BTreeMap<crate::msg::CallId, (NodeId, CallWaiter)>,
     /// Clients waiting for a response, by node and request.
-    pub responses: BTreeMap<(NodeId, idemsim_model::RequestId), oneshot::Sender<Msg>>,
+    pub responses: BTreeMap<(NodeId, RequestId), ResponseWaiter>,
     /// How many copies of each send servers have received.
     pub received: Lookup<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
@@ -115,6 +124,21 @@ pub(crate) struct World {
     pub fingerprints: idemsim_model::FingerprintMemo,
 }
 
+/// Whether `waiter` still waits for its answer.
+fn waits(
+    calls: &BTreeMap<crate::msg::CallId, (NodeId, CallWaiter)>,
+    responses: &BTreeMap<(NodeId, RequestId), ResponseWaiter>,
+    waiter: Waiter,
+) -> bool {
+    match waiter {
+        Waiter::Call(id) => calls.contains_key(&id),
+        Waiter::Response(node, req) => responses.contains_key(&(node, req)),
+    }
+}
+
+type CallWaiter = oneshot::Sender<crate::msg::ReplyBody>;
+type ResponseWaiter = oneshot::Sender<Msg>;
+
 /// A cheap, cloneable handle on the world.
 #[derive(Clone)]
 pub(crate) struct Sim(Arc<Mutex<World>>);
@@ -124,6 +148,11 @@ thread_local! {
     /// madsim for its current runtime's clock on every reading costs more
     /// than the reading.
     static CLOCK: std::cell::RefCell<Option<madsim::time::TimeHandle>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The madsim clock of the current run, kept or asked for.
+pub(crate) fn clock() -> madsim::time::TimeHandle {
+    CLOCK.with(|clock| clock.borrow().clone()).unwrap_or_else(madsim::time::TimeHandle::current)
 }
 
 /// True simulated time in milliseconds since the run began.
@@ -247,12 +276,8 @@ impl World {
     }
 
     pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
-        if self.agenda.push(at_ms, action) {
-            self.kicked = true;
-            if let Some(waker) = self.agenda_waker.take() {
-                waker.wake();
-            }
-        }
+        self.agenda.push(at_ms, action);
+        self.wakeups.ensure(at_ms, true_now().0);
     }
 
     /// The client node that sends `req`.
@@ -262,6 +287,51 @@ impl World {
 
     pub fn node(&mut self, id: NodeId) -> &mut NodeState {
         self.nodes.entry(id)
+    }
+
+    /// Schedules `waiter`'s deadline `timeout_ms` from now. It gets a
+    /// timer of its own only if nothing wakes the agenda task before it:
+    /// most waiters are answered long before their deadline, and when the
+    /// agenda task next looks, it arms one for its earliest live entry.
+    pub fn expire_after(&mut self, timeout_ms: u64, waiter: Waiter) {
+        let now = true_now().0;
+        self.agenda.push_deadline(now + timeout_ms, waiter);
+        self.wakeups.ensure_by(now + timeout_ms, now);
+    }
+
+    /// Stops `waiter` waiting, if it still waits.
+    pub fn expire(&mut self, waiter: Waiter) {
+        match waiter {
+            Waiter::Call(id) => {
+                self.calls.remove(&id);
+            }
+            Waiter::Response(node, req) => {
+                self.responses.remove(&(node, req));
+            }
+        }
+    }
+
+    /// The agenda's next step at `now_ms`: the next action due (expired
+    /// waiters stop waiting on the way), or else to wait, with a timer
+    /// armed for its earliest entry.
+    pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::Step {
+        loop {
+            let (calls, responses) = (&self.calls, &self.responses);
+            match self.agenda.pop_due(now_ms, |waiter| waits(calls, responses, waiter)) {
+                Some(Action::Expire(waiter)) => self.expire(waiter),
+                Some(action) => return crate::faults::Step::Apply(action),
+                None => break,
+            }
+        }
+        if self.stopping {
+            return crate::faults::Step::Stop;
+        }
+        let (calls, responses) = (&self.calls, &self.responses);
+        self.wakeups.forget_past(now_ms);
+        if let Some(next) = self.agenda.next_live_ms(|waiter| waits(calls, responses, waiter)) {
+            self.wakeups.ensure(next, now_ms);
+        }
+        crate::faults::Step::Wait
     }
 
     /// Hands a reply to the caller waiting for it, if it still waits.
@@ -289,7 +359,7 @@ impl World {
     pub fn tear_down(&mut self) {
         self.nodes.clear();
         self.agenda.clear();
-        self.agenda_waker = None;
+        self.wakeups = Default::default();
         self.relay_wake = None;
         self.calls.clear();
         self.responses.clear();

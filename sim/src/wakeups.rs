@@ -1,0 +1,65 @@
+//! The timers that wake the agenda task.
+//!
+//! Whoever schedules an action arms, with the agenda task's waker, a madsim
+//! timer for the action's millisecond, unless one is armed for it already:
+//! the agenda task is never woken just to learn that it must sleep again,
+//! and a millisecond costs one timer however many actions fall in it. A
+//! timer cannot be taken back, so the agenda task also wakes for times
+//! whose actions are gone (an answered waiter's deadline); it then finds
+//! nothing due and sleeps again.
+
+use crate::alarm::Alarm;
+use std::collections::BTreeSet;
+use std::task::{Context, Waker};
+
+/// The agenda task's waker and the milliseconds a timer will wake it at.
+#[derive(Default)]
+pub(crate) struct Wakeups {
+    waker: Option<Waker>,
+    armed: BTreeSet<u64>,
+}
+
+impl Wakeups {
+    /// Remembers the agenda task's waker (once it runs).
+    pub fn set_waker(&mut self, waker: &Waker) {
+        if self.waker.as_ref().is_none_or(|w| !w.will_wake(waker)) {
+            self.waker = Some(waker.clone());
+        }
+    }
+
+    /// Makes sure the agenda task runs at `at_ms`: now if that has come,
+    /// otherwise by a timer. Before the task first runs there is nothing to
+    /// do: it looks at the agenda then.
+    pub fn ensure(&mut self, at_ms: u64, now_ms: u64) {
+        let Some(waker) = &self.waker else { return };
+        if at_ms <= now_ms {
+            return waker.wake_by_ref();
+        }
+        if self.armed.insert(at_ms) {
+            let due = Alarm::at_ms(at_ms).poll_due(&mut Context::from_waker(waker));
+            assert!(!due, "an alarm at {at_ms} ms is not due at {now_ms} ms");
+        }
+    }
+
+    /// Makes sure the agenda task runs at `at_ms` or before, when it will
+    /// look again: a timer armed for an earlier millisecond will do.
+    pub fn ensure_by(&mut self, at_ms: u64, now_ms: u64) {
+        if self.armed.range(now_ms + 1..=at_ms).next().is_none() {
+            self.ensure(at_ms, now_ms);
+        }
+    }
+
+    /// Forgets the timers that have fired by `now_ms`.
+    pub fn forget_past(&mut self, now_ms: u64) {
+        while self.armed.first().is_some_and(|at| *at <= now_ms) {
+            self.armed.pop_first();
+        }
+    }
+
+    /// Wakes the agenda task now (the run is stopping) and lets its waker go.
+    pub fn wake_now(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+}
