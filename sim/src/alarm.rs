@@ -16,7 +16,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 /// Ready once its deadline has passed; wakes its task then.
 pub(crate) struct Alarm {
@@ -32,9 +31,7 @@ impl Alarm {
 
     /// An alarm due at `at_ms` of true simulated time.
     pub fn at_ms(at_ms: u64) -> Alarm {
-        let clock = crate::world::clock();
-        let origin = clock.now_instant() - clock.elapsed();
-        Alarm { sleep: clock.sleep_until(origin + Duration::from_millis(at_ms)), armed: false }
+        Alarm { sleep: crate::world::sleep_until_ms(at_ms), armed: false }
     }
 
     /// True once the deadline has passed; otherwise makes sure (once) that

@@ -9,14 +9,15 @@
 //! nothing due and sleeps again.
 
 use crate::alarm::Alarm;
-use std::collections::BTreeSet;
 use std::task::{Context, Waker};
 
 /// The agenda task's waker and the milliseconds a timer will wake it at.
 #[derive(Default)]
 pub(crate) struct Wakeups {
     waker: Option<Waker>,
-    armed: BTreeSet<u64>,
+    /// Ascending, no repeats: the near future's timers, few enough that a
+    /// sorted vector beats a tree.
+    armed: Vec<u64>,
 }
 
 impl Wakeups {
@@ -35,7 +36,8 @@ impl Wakeups {
         if at_ms <= now_ms {
             return waker.wake_by_ref();
         }
-        if self.armed.insert(at_ms) {
+        if let Err(slot) = self.armed.binary_search(&at_ms) {
+            self.armed.insert(slot, at_ms);
             let due = Alarm::at_ms(at_ms).poll_due(&mut Context::from_waker(waker));
             assert!(!due, "an alarm at {at_ms} ms is not due at {now_ms} ms");
         }
@@ -44,16 +46,16 @@ impl Wakeups {
     /// Makes sure the agenda task runs at `at_ms` or before, when it will
     /// look again: a timer armed for an earlier millisecond will do.
     pub fn ensure_by(&mut self, at_ms: u64, now_ms: u64) {
-        if self.armed.range(now_ms + 1..=at_ms).next().is_none() {
+        let first_later = self.armed.partition_point(|&armed| armed <= now_ms);
+        if self.armed.get(first_later).is_none_or(|&armed| armed > at_ms) {
             self.ensure(at_ms, now_ms);
         }
     }
 
     /// Forgets the timers that have fired by `now_ms`.
     pub fn forget_past(&mut self, now_ms: u64) {
-        while self.armed.first().is_some_and(|at| *at <= now_ms) {
-            self.armed.pop_first();
-        }
+        let fired = self.armed.partition_point(|&armed| armed <= now_ms);
+        self.armed.drain(..fired);
     }
 
     /// Wakes the agenda task now (the run is stopping) and lets its waker go.

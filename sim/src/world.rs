@@ -147,18 +147,39 @@ thread_local! {
     /// The clock of the run on this thread, kept while it runs: asking
     /// madsim for its current runtime's clock on every reading costs more
     /// than the reading.
-    static CLOCK: std::cell::RefCell<Option<madsim::time::TimeHandle>> = const { std::cell::RefCell::new(None) };
+    static CLOCK: std::cell::RefCell<Option<RunClock>> = const { std::cell::RefCell::new(None) };
 }
 
-/// The madsim clock of the current run, kept or asked for.
-pub(crate) fn clock() -> madsim::time::TimeHandle {
-    CLOCK.with(|clock| clock.borrow().clone()).unwrap_or_else(madsim::time::TimeHandle::current)
+/// A run's madsim clock and the instant its simulated time began.
+struct RunClock {
+    handle: madsim::time::TimeHandle,
+    origin: std::time::Instant,
+}
+
+impl RunClock {
+    fn current() -> RunClock {
+        let handle = madsim::time::TimeHandle::current();
+        let origin = handle.now_instant() - handle.elapsed();
+        RunClock { handle, origin }
+    }
+
+    fn sleep_until_ms(&self, at_ms: u64) -> madsim::time::Sleep {
+        self.handle.sleep_until(self.origin + std::time::Duration::from_millis(at_ms))
+    }
+}
+
+/// A madsim sleep until `at_ms` of true simulated time.
+pub(crate) fn sleep_until_ms(at_ms: u64) -> madsim::time::Sleep {
+    CLOCK.with(|clock| match &*clock.borrow() {
+        Some(clock) => clock.sleep_until_ms(at_ms),
+        None => RunClock::current().sleep_until_ms(at_ms),
+    })
 }
 
 /// True simulated time in milliseconds since the run began.
 pub(crate) fn true_now() -> SimTime {
     let elapsed = CLOCK.with(|clock| match &*clock.borrow() {
-        Some(clock) => clock.elapsed(),
+        Some(clock) => clock.handle.elapsed(),
         None => madsim::time::TimeHandle::current().elapsed(),
     });
     SimTime(elapsed.as_millis() as u64)
@@ -167,7 +188,7 @@ pub(crate) fn true_now() -> SimTime {
 /// Keeps this runtime's clock for [`true_now`] until [`forget_clock`]:
 /// called first thing inside a run.
 pub(crate) fn keep_clock() {
-    CLOCK.with(|clock| *clock.borrow_mut() = Some(madsim::time::TimeHandle::current()));
+    CLOCK.with(|clock| *clock.borrow_mut() = Some(RunClock::current()));
 }
 
 /// Forgets the clock kept by [`keep_clock`], when its run is over.
