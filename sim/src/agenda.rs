@@ -18,6 +18,13 @@ pub(crate) struct Agenda {
     scheduled: u64,
 }
 
+/// What [`Agenda::pop_due`] hands out.
+pub(crate) enum Due {
+    Action(Action),
+    /// A waiter's deadline has come and it still waits: it stops waiting.
+    Expire(Waiter),
+}
+
 struct Entry {
     at_ms: u64,
     seq: u64,
@@ -44,12 +51,12 @@ impl Agenda {
         self.deadlines.push(Reverse(Deadline { at_ms, seq: self.scheduled, waiter }));
     }
 
-    /// The earliest action due at `now_ms`: actions first, then the
+    /// The earliest entry due at `now_ms`: actions first, then the
     /// deadlines of waiters that still wait (`waits`); the others go.
-    pub fn pop_due(&mut self, now_ms: u64, waits: impl Fn(Waiter) -> bool) -> Option<Action> {
+    pub fn pop_due(&mut self, now_ms: u64, waits: impl Fn(Waiter) -> bool) -> Option<Due> {
         let action_ms = self.heap.peek().map_or(u64::MAX, |first| first.0.at_ms);
         if action_ms <= now_ms && self.deadlines.peek().is_none_or(|d| action_ms <= d.0.at_ms) {
-            return self.heap.pop().map(|e| e.0.action);
+            return self.heap.pop().map(|e| Due::Action(e.0.action));
         }
         while let Some(Reverse(first)) = self.deadlines.peek() {
             if first.at_ms > now_ms || first.at_ms >= action_ms {
@@ -58,11 +65,11 @@ impl Agenda {
             let waiter = first.waiter;
             self.deadlines.pop();
             if waits(waiter) {
-                return Some(Action::Expire(waiter));
+                return Some(Due::Expire(waiter));
             }
         }
         match action_ms <= now_ms {
-            true => self.heap.pop().map(|e| e.0.action),
+            true => self.heap.pop().map(|e| Due::Action(e.0.action)),
             false => None,
         }
     }
@@ -122,9 +129,9 @@ mod tests {
         Action::Restart(NodeId::Server(n))
     }
 
-    fn node(action: Option<Action>) -> Option<u32> {
-        match action? {
-            Action::Restart(NodeId::Server(n)) => Some(n),
+    fn node(due: Option<Due>) -> Option<u32> {
+        match due? {
+            Due::Action(Action::Restart(NodeId::Server(n))) => Some(n),
             _ => None,
         }
     }
@@ -153,7 +160,7 @@ mod tests {
         let waits = |w: Waiter| w == waiting;
         assert_eq!(agenda.next_live_ms(waits), Some(6), "the answered deadline at 5 is dropped");
         assert_eq!(node(agenda.pop_due(6, waits)), Some(1), "the action before the deadline of its millisecond");
-        assert!(matches!(agenda.pop_due(6, waits), Some(Action::Expire(w)) if w == waiting));
+        assert!(matches!(agenda.pop_due(6, waits), Some(Due::Expire(w)) if w == waiting));
         assert_eq!(agenda.next_ms(), None);
     }
 }

@@ -67,7 +67,6 @@ fn apply(sim: &Sim, action: Action) {
         }),
         Action::Restart(node) => sim.restart(node),
         Action::Resume(node) => sim.resume(node),
-        Action::Expire(waiter) => sim.with(|w| w.expire(waiter)),
         Action::Reconnect { node, outgoing, incoming } => sim.with(|w| {
             let n = w.node(node);
             if (outgoing && n.cut_out) || (incoming && n.cut_in) {

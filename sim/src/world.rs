@@ -35,13 +35,12 @@ pub(crate) enum Action {
     Resume(NodeId),
     /// Undo a partition of one node.
     Reconnect { node: NodeId, outgoing: bool, incoming: bool },
-    /// A waiter's deadline: if it still waits, it stops waiting (its
-    /// receiver sees the sender dropped). Runs after everything else due
-    /// in the same millisecond, so an answer that arrives then wins.
-    Expire(Waiter),
 }
 
-/// A caller waiting for a reply, or a client for a response.
+/// A caller waiting for a reply, or a client for a response. Its deadline
+/// is an agenda entry: if it still waits then, it stops waiting (its
+/// receiver sees the sender dropped), after everything else due in the same
+/// millisecond, so an answer that arrives then wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Waiter {
     Call(crate::msg::CallId),
@@ -336,11 +335,12 @@ impl World {
     /// waiters stop waiting on the way), or else to wait, with a timer
     /// armed for its earliest entry.
     pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::Step {
+        use crate::agenda::Due;
         loop {
             let (calls, responses) = (&self.calls, &self.responses);
             match self.agenda.pop_due(now_ms, |waiter| waits(calls, responses, waiter)) {
-                Some(Action::Expire(waiter)) => self.expire(waiter),
-                Some(action) => return crate::faults::Step::Apply(action),
+                Some(Due::Expire(waiter)) => self.expire(waiter),
+                Some(Due::Action(action)) => return crate::faults::Step::Apply(action),
                 None => break,
             }
         }
