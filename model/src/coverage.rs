@@ -1,11 +1,15 @@
 //! "Sometimes" coverage: counts of the interesting interleavings a run
 //! actually reached, so a clean verdict is never vacuous.
 
+use crate::checker::Lookup;
 use crate::checker::{Index, RecordId};
 use crate::history::{Answer, Entry, Event, Fault, History, Origin};
 use crate::ids::{Attempt, NodeId, RequestId, Scope, SimTime};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+
+/// The tracker's sets: only tested, counted and filtered (never iterated
+/// in order), so a fixed hasher's order cannot reach a counter.
+type LookupSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// How often each interesting interleaving happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,12 +110,12 @@ impl Coverage {
         let mut tracker = Tracker {
             index,
             window_ms: history.meta.expiry_window_ms,
-            begun: BTreeSet::new(),
-            calling: BTreeMap::new(),
+            begun: LookupSet::default(),
+            calling: Lookup::default(),
             holder: vec![None; index.record_count()],
-            committed_unanswered: BTreeSet::new(),
-            executing: BTreeMap::new(),
-            completed: BTreeMap::new(),
+            committed_unanswered: LookupSet::default(),
+            executing: Lookup::default(),
+            completed: Lookup::default(),
         };
         let mut c = Coverage::default();
         for (i, entry) in history.entries.iter().enumerate() {
@@ -129,15 +133,15 @@ struct Tracker<'i, 'h> {
     /// hour) is late.
     window_ms: u64,
     /// Executions that began (recovery point or downstream call), not finished.
-    begun: BTreeSet<(RecordId, Attempt)>,
+    begun: LookupSet<(RecordId, Attempt)>,
     /// Executions that called the dependency, by the calling node.
-    calling: BTreeMap<(RecordId, Attempt), NodeId>,
+    calling: Lookup<(RecordId, Attempt), NodeId>,
     holder: Vec<Option<Attempt>>,
-    committed_unanswered: BTreeSet<RequestId>,
+    committed_unanswered: LookupSet<RequestId>,
     /// Unfinished executions started by a request, by record: the server.
-    executing: BTreeMap<RecordId, NodeId>,
+    executing: Lookup<RecordId, NodeId>,
     /// The completed records, and when each completed.
-    completed: BTreeMap<&'h Scope, SimTime>,
+    completed: Lookup<&'h Scope, SimTime>,
 }
 
 impl<'i, 'h> Tracker<'i, 'h> {

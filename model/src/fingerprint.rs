@@ -25,7 +25,7 @@ impl Fingerprint {
         match canonical_json(body) {
             Some(canonical) => {
                 hasher.update(b"json");
-                hasher.update(canonical.as_bytes());
+                hasher.update(&canonical);
             }
             None => {
                 hasher.update(b"raw");
@@ -76,9 +76,9 @@ impl FingerprintMemo {
 }
 
 /// The canonical text of a JSON body, or `None` when it is not JSON.
-fn canonical_json(body: &[u8]) -> Option<String> {
+fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let mut out = String::with_capacity(body.len());
+    let mut out = Vec::with_capacity(body.len());
     write_canonical(&value, &mut out);
     Some(out)
 }
@@ -86,35 +86,43 @@ fn canonical_json(body: &[u8]) -> Option<String> {
 /// Writes `value` with object keys sorted by byte order, whatever map type
 /// serde_json was built with (its `preserve_order` feature keeps insertion
 /// order, and feature unification could switch it on behind our back).
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
+/// Strings and scalars are written by serde_json's compact serializer, as
+/// `Value`'s own `Display` writes them.
+fn write_canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
     use serde_json::Value;
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
+                compact(k.as_str(), out);
+                out.push(b':');
                 write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => compact(scalar, out),
     }
+}
+
+/// Writes `item` as serde_json's compact serializer does (into a vector,
+/// which cannot fail).
+fn compact(item: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+    item.serialize(&mut serde_json::Serializer::new(out)).expect("writing JSON to a vector cannot fail");
 }
 
 #[cfg(test)]
@@ -133,7 +141,16 @@ mod tests {
         let a = Fingerprint::of("POST", "/x", br#"{"o":{"b":[1,{"d":1,"c":2}],"a":null}}"#);
         let b = Fingerprint::of("POST", "/x", br#"{ "o" : { "a":null, "b":[1,{"c":2,"d":1}] } }"#);
         assert_eq!(a, b);
-        assert_eq!(canonical_json(br#"{"b":1,"a":[true]}"#).unwrap(), r#"{"a":[true],"b":1}"#);
+        assert_eq!(canonical_json(br#"{"b":1,"a":[true]}"#).unwrap(), br#"{"a":[true],"b":1}"#);
+    }
+
+    #[test]
+    fn strings_and_numbers_are_written_as_serde_json_writes_them() {
+        let body = br#"{"z\"q":"tab\tand \u00e9 \/","n":-1.5e3,"i":18446744073709551615,"t":[null,false]}"#;
+        let want = r#"{"i":18446744073709551615,"n":-1500.0,"t":[null,false],"z\"q":"tab\tand é /"}"#;
+        assert_eq!(String::from_utf8(canonical_json(body).unwrap()).unwrap(), want);
+        let value: serde_json::Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(value["z\"q"].to_string(), r#""tab\tand é /""#, "as Value's Display writes it");
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub struct Entry {
 }
 
 /// Who asked the store for something.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// A server handling copy `copy` of this request (a network duplicate

@@ -43,6 +43,7 @@ mod env;
 mod faults;
 pub mod floor;
 pub mod html;
+mod mailbox;
 mod msg;
 mod net;
 mod node;

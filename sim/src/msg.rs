@@ -82,16 +82,36 @@ impl Msg {
 
     /// A few words for drop and duplicate events.
     pub fn describe(&self) -> String {
+        let mut out = String::with_capacity(32);
+        self.describe_into(&mut out);
+        out
+    }
+
+    /// [`Msg::describe`], appended to `out` (a drop's description goes on).
+    pub fn describe_into(&self, out: &mut String) {
+        use std::fmt::Write;
         match self {
-            Msg::Request { req, .. } => format!("request {req}"),
-            Msg::Response { req, reply } => format!("response {} to {req}", reply.response.status),
-            Msg::Call { body: CallBody::Store(op), .. } => format!("store {}", op.name()),
-            Msg::Call { body: CallBody::Charge { downstream_key, .. }, .. } => format!("charge {}", downstream_key.0),
-            Msg::Call { body: CallBody::Publish { entry }, .. } => format!("publish {}", entry.message.id.0),
-            Msg::Reply { body: ReplyBody::Store(_), .. } => "store reply".to_string(),
-            Msg::Reply { body: ReplyBody::Charged { .. }, .. } => "charge reply".to_string(),
-            Msg::Reply { body: ReplyBody::Ack, .. } => "ack".to_string(),
-            Msg::Notify => "outbox notification".to_string(),
+            Msg::Request { req, .. } => {
+                let _ = write!(out, "request {req}");
+            }
+            Msg::Response { req, reply } => {
+                let _ = write!(out, "response {} to {req}", reply.response.status);
+            }
+            Msg::Call { body: CallBody::Store(op), .. } => push(out, &["store ", op.name()]),
+            Msg::Call { body: CallBody::Charge { downstream_key, .. }, .. } => {
+                push(out, &["charge ", &downstream_key.0])
+            }
+            Msg::Call { body: CallBody::Publish { entry }, .. } => push(out, &["publish ", &entry.message.id.0]),
+            Msg::Reply { body: ReplyBody::Store(_), .. } => push(out, &["store reply"]),
+            Msg::Reply { body: ReplyBody::Charged { .. }, .. } => push(out, &["charge reply"]),
+            Msg::Reply { body: ReplyBody::Ack, .. } => push(out, &["ack"]),
+            Msg::Notify => push(out, &["outbox notification"]),
         }
+    }
+}
+
+fn push(out: &mut String, parts: &[&str]) {
+    for part in parts {
+        out.push_str(part);
     }
 }

@@ -80,13 +80,17 @@ impl World {
                 _ => {}
             }
         }
-        if let Err(refused) = mailbox.unbounded_send(msg) {
-            self.dropped(from, to, &refused.into_inner(), "receiver down");
+        if let Err(refused) = mailbox.send(msg) {
+            self.dropped(from, to, &refused, "receiver down");
         }
     }
 
     fn dropped(&mut self, from: NodeId, to: NodeId, msg: &Msg, why: &str) {
-        let what = format!("{} ({why})", msg.describe());
+        let mut what = String::with_capacity(48);
+        msg.describe_into(&mut what);
+        for part in [" (", why, ")"] {
+            what.push_str(part);
+        }
         self.record(from, Event::Fault(Fault::Dropped { from, to, what }));
     }
 }

@@ -1,9 +1,9 @@
 //! A node's runtime: its mailbox loop, and calls with replies and timeouts.
 
+use crate::mailbox::{mailbox, Receiver};
 use crate::msg::{CallBody, CallId, Msg, ReplyBody};
 use crate::world::{Sim, Waiter};
-use futures::channel::{mpsc, oneshot};
-use futures::StreamExt;
+use futures::channel::oneshot;
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
 use std::rc::Rc;
@@ -27,7 +27,7 @@ impl Node {
     /// as long as the node: replies go to their waiting callers, everything
     /// else to `handle`.
     pub fn start(sim: Sim, id: NodeId, handle: Handler) -> Rc<Node> {
-        let (tx, rx) = mpsc::unbounded();
+        let (tx, rx) = mailbox();
         sim.with(|w| {
             let n = w.node(id);
             n.mailbox = Some(tx);
@@ -38,8 +38,8 @@ impl Node {
         node
     }
 
-    async fn receive(node: Rc<Node>, mut rx: mpsc::UnboundedReceiver<Msg>, handle: Handler) {
-        while let Some(msg) = rx.next().await {
+    async fn receive(node: Rc<Node>, mut rx: Receiver<Msg>, handle: Handler) {
+        while let Some(msg) = rx.recv().await {
             match msg {
                 Msg::Reply { id, body } => node.sim.with(|w| w.answer_call(id, body)),
                 Msg::Response { req, .. } => node.sim.with(|w| w.answer_request(node.id, req, msg)),

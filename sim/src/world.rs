@@ -53,7 +53,7 @@ pub(crate) struct NodeState {
     pub madsim: Option<madsim::runtime::NodeHandle>,
     pub up: bool,
     pub paused: bool,
-    pub mailbox: Option<mpsc::UnboundedSender<Msg>>,
+    pub mailbox: Option<crate::mailbox::Sender<Msg>>,
     pub cut_out: bool,
     pub cut_in: bool,
     pub offset_ms: i64,

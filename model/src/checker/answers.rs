@@ -15,7 +15,6 @@ use crate::history::{Event, Fault, History, Origin};
 use crate::ids::Scope;
 use crate::record::RecordState;
 use crate::request::StoredResponse;
-use std::collections::BTreeMap;
 
 /// A record's state as the client's view needs it.
 #[derive(Clone, Copy, PartialEq)]
@@ -169,17 +168,23 @@ fn claimer_fingerprint(by: Origin, index: &Index) -> Option<FingerprintId> {
 /// (`sent..=answered`): each record's state at the send and every later
 /// one; after a loss of unsynced writes, every state before it as well.
 fn candidates<'h>(changes: &[Change<'h>], sent: usize, answered: usize, lost: Option<usize>) -> Vec<Option<State<'h>>> {
-    let mut at_send: BTreeMap<&Scope, Option<State>> = BTreeMap::new();
+    // Each record's state at the send, in record order (a scope has one
+    // record, or a few under a server that keys records wrongly).
+    let mut at_send: Vec<(&Scope, Option<State>)> = Vec::new();
     let mut out = Vec::new();
     for change in changes.iter().take_while(|c| c.at <= answered) {
         if change.at <= sent {
-            at_send.insert(change.record, change.state);
+            match at_send.iter_mut().find(|(record, _)| *record == change.record) {
+                Some((_, state)) => *state = change.state,
+                None => at_send.push((change.record, change.state)),
+            }
         }
         if change.at > sent || lost.is_some_and(|l| change.at <= l) {
             out.push(change.state);
         }
     }
-    out.extend(at_send.into_values());
+    at_send.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.extend(at_send.into_iter().map(|(_, state)| state));
     if out.is_empty() {
         out.push(None);
     }

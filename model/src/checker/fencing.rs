@@ -8,10 +8,10 @@
 //! completion that ignores its attempt ("unfenced") lands under the new
 //! holder's attempt, and is still a stale holder's write.
 
+use super::Lookup;
 use super::{Index, Property, RecordId, Violation};
 use crate::history::{Event, History, Origin};
 use crate::ids::{Attempt, Scope};
-use std::collections::BTreeMap;
 
 /// Per record (by [`RecordId`]): the highest attempt granted in its current
 /// lifetime and where, and the executions started in it.
@@ -24,7 +24,7 @@ struct Lifetime {
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut records: Vec<Lifetime> = vec![Lifetime::default(); index.record_count()];
     // The attempt each writer's execution of a record started with.
-    let mut held: BTreeMap<(&Origin, RecordId), Attempt> = BTreeMap::new();
+    let mut held: Lookup<(&Origin, RecordId), Attempt> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let Some(record) = index.record(i) else { continue };
@@ -100,7 +100,7 @@ struct Written {
     held: Attempt,
 }
 
-fn writer(held: &BTreeMap<(&Origin, RecordId), Attempt>, by: &Origin, record: RecordId, named: Attempt) -> Written {
+fn writer(held: &Lookup<(&Origin, RecordId), Attempt>, by: &Origin, record: RecordId, named: Attempt) -> Written {
     let holds = held.get(&(by, record)).copied().unwrap_or(named);
     Written { named, held: holds.min(named) }
 }

@@ -7,23 +7,18 @@
 //! it really breaks (isolation, at-most-once) instead of hiding its effects
 //! under a record key no client asked for.
 
+use super::Lookup;
 use crate::fingerprint::{Fingerprint, FingerprintMemo};
 use crate::history::{Event, History, Origin};
 use crate::ids::{CallerId, DownstreamKey, OpId, RequestId, Scope};
 use crate::request::Request;
-use std::collections::{BTreeMap, HashMap};
-
-/// A hash map with a fixed hasher: the index only looks up by key and
-/// never iterates one, so no hash order can reach a verdict, and a
-/// lookup costs a fraction of a B-tree's string comparisons.
-type Lookup<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// Which request each try was, so store and server events that name a
 /// `RequestId` can be tied back to the caller, key and body that was sent.
 #[derive(Debug, Default)]
 pub struct Index<'h> {
-    sent: BTreeMap<RequestId, Sent<'h>>,
-    first_send: BTreeMap<OpId, usize>,
+    sent: Lookup<RequestId, Sent<'h>>,
+    first_send: Lookup<OpId, usize>,
     /// The client scopes, numbered.
     scopes: Vec<Scope>,
     scope_ids: Lookup<(&'h str, &'h str), u32>,

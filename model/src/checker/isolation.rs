@@ -4,6 +4,7 @@
 //! that equals one stored by an execution for caller B, and none stored for
 //! A, leaked across tenants.
 
+use super::Lookup;
 use super::{Index, Property, Violation};
 use crate::history::{Answer, Event, History};
 use crate::ids::{CallerId, DownstreamKey};
@@ -21,7 +22,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
 /// dependency already performed for caller A (the downstream key was not
 /// scoped by caller): B was told it was charged, with A's charge.
 fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
-    let mut effect_of: BTreeMap<&DownstreamKey, usize> = BTreeMap::new();
+    let mut effect_of: Lookup<&DownstreamKey, usize> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -49,7 +50,8 @@ fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
 }
 
 fn leaked_responses(history: &History, index: &Index) -> Vec<Violation> {
-    let mut stored: BTreeMap<&StoredResponse, BTreeMap<&CallerId, usize>> = BTreeMap::new();
+    // Inner maps in caller order: the first owner is the one reported.
+    let mut stored: Lookup<&StoredResponse, BTreeMap<&CallerId, usize>> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {

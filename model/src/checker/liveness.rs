@@ -7,7 +7,7 @@ use super::{Index, Property, ScopeId, Violation};
 use crate::history::{Answer, Event, History};
 use crate::ids::{Scope, SimTime};
 use crate::request::{Effects, StoredResponse};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
@@ -29,7 +29,7 @@ fn transient(status: u16) -> bool {
 fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     // Effects per client scope and record lifetime (a sweep starts a new one).
     let mut lifetime: Vec<u32> = vec![0; index.scope_count()];
-    let mut effects: BTreeMap<(ScopeId, u32), usize> = BTreeMap::new();
+    let mut effects: super::Lookup<(ScopeId, u32), usize> = super::Lookup::default();
     let mut stored: Vec<(usize, ScopeId, u32, u16)> = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let Some(client) = index.client_scope_id(i) else { continue };
@@ -76,7 +76,8 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
     // request with this key a wrong answer (status rules), not a lost
     // effect. A background completion stores for the request that created
     // the record.
-    let mut stored_for: BTreeMap<&StoredResponse, BTreeSet<(ScopeId, Option<FingerprintId>)>> = BTreeMap::new();
+    let mut stored_for: super::Lookup<&StoredResponse, BTreeSet<(ScopeId, Option<FingerprintId>)>> =
+        super::Lookup::default();
     let mut created_by: Vec<Option<FingerprintId>> = vec![None; index.record_count()];
     // A call that collapsed onto another caller's effect: isolation
     // reports it, so it does not count as a lost effect here.

@@ -2,6 +2,7 @@
 //! staged them committed, and each is applied by the consumer exactly once
 //! (by message id) by the end of the run.
 
+use super::Lookup;
 use super::{Property, Violation};
 use crate::history::{Event, History};
 use crate::ids::MessageId;
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History) -> Vec<Violation> {
     let mut staged: BTreeMap<&MessageId, usize> = BTreeMap::new();
-    let mut applied: BTreeMap<&MessageId, usize> = BTreeMap::new();
+    let mut applied: Lookup<&MessageId, usize> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {

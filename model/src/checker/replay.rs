@@ -1,17 +1,17 @@
 //! Property 4: every response given for a completed key equals the stored
 //! one, byte for byte, and a completed record never changes.
 
+use super::Lookup;
 use super::{Index, Property, RecordId, Violation};
 use crate::history::{Answer, Event, History, Origin};
 use crate::ids::Scope;
 use crate::request::StoredResponse;
-use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Per record: the stored response of its current lifetime, and where.
     let mut stored: Vec<Option<(&StoredResponse, usize)>> = vec![None; index.record_count()];
     // The record each request copy last touched: its answer came from it.
-    let mut touched: BTreeMap<Origin, (RecordId, &Scope)> = BTreeMap::new();
+    let mut touched: Lookup<Origin, (RecordId, &Scope)> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let record = index.record(i);

@@ -4,11 +4,11 @@
 //! token-bucket budget; and sends per operation stay under the amplification
 //! bound.
 
+use super::Lookup;
 use super::{Property, Violation};
 use crate::history::{Event, History, RetryCause};
 use crate::ids::{IdempotencyKey, NodeId, OpId, RequestId, SimTime};
 use crate::retry::{is_transient_status, TokenBucket};
-use std::collections::BTreeMap;
 
 struct First<'h> {
     at: SimTime,
@@ -17,10 +17,10 @@ struct First<'h> {
 
 pub(super) fn check(history: &History) -> Vec<Violation> {
     let policy = &history.meta.retry;
-    let mut first: BTreeMap<OpId, First> = BTreeMap::new();
-    let mut scheduled: BTreeMap<OpId, (usize, SimTime, u64)> = BTreeMap::new();
-    let mut retry_after: BTreeMap<RequestId, (usize, u64)> = BTreeMap::new();
-    let mut buckets: BTreeMap<NodeId, TokenBucket> = BTreeMap::new();
+    let mut first: Lookup<OpId, First> = Lookup::default();
+    let mut scheduled: Lookup<OpId, (usize, SimTime, u64)> = Lookup::default();
+    let mut retry_after: Lookup<RequestId, (usize, u64)> = Lookup::default();
+    let mut buckets: Lookup<NodeId, TokenBucket> = Lookup::default();
     let mut out = Vec::new();
     let mut flag = |events: Vec<usize>, why: String| out.push(Violation::new(Property::RetryDiscipline, events, why));
     for (i, entry) in history.entries.iter().enumerate() {
@@ -105,9 +105,10 @@ const JITTER_SAMPLE_MIN: usize = 10;
 /// sends in one millisecond.
 fn synchronised(history: &History) -> Option<Violation> {
     let policy = &history.meta.retry;
-    let mut hints: BTreeMap<RequestId, u64> = BTreeMap::new();
+    let mut hints: Lookup<RequestId, u64> = Lookup::default();
     let (mut jittered, mut on_bound, mut example) = (0usize, 0usize, None);
-    let mut per_ms: BTreeMap<SimTime, usize> = BTreeMap::new();
+    // Only its largest count is read: no order reaches the verdict.
+    let mut per_ms: Lookup<SimTime, usize> = Lookup::default();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::ResponseReceived { req, retry_after_ms: Some(ms), .. } => {

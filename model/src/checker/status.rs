@@ -5,13 +5,13 @@
 //! the server's own claim returned (and its clock at the time), so a server
 //! that skips a comparison or misreads the record is caught.
 
+use super::Lookup;
 use super::{Index, Property, Violation};
 use crate::decision::{decide, Decision};
 use crate::history::{Answer, Event, History, Origin};
 use crate::ids::{RequestId, SimTime};
 use crate::record::{Claim, Record};
 use crate::request::Request;
-use std::collections::BTreeMap;
 
 enum Looked<'h> {
     Owned,
@@ -20,13 +20,13 @@ enum Looked<'h> {
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Keyed by handling: a duplicate copy of one send is judged on its own.
-    let mut claims: BTreeMap<(RequestId, u32), (usize, Looked)> = BTreeMap::new();
-    let mut stored_by: BTreeMap<(RequestId, u32), usize> = BTreeMap::new();
+    let mut claims: Lookup<(RequestId, u32), (usize, Looked)> = Lookup::default();
+    let mut stored_by: Lookup<(RequestId, u32), usize> = Lookup::default();
     // The fingerprint the server computed for each copy: a protocol may
     // hash other fields than the canonical ones (`fingerprint_fields`), and
     // its records hold its own fingerprints. Whether it hashes the right
     // fields is judged by `answers.rs`, from the client's view.
-    let mut received: BTreeMap<(RequestId, u32), &crate::Fingerprint> = BTreeMap::new();
+    let mut received: Lookup<(RequestId, u32), &crate::Fingerprint> = Lookup::default();
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {

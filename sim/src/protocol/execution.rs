@@ -59,21 +59,24 @@ pub fn request_from(data: &Bytes) -> Option<Request> {
 pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>, stamp: Option<&str>) -> Completion {
     let effects = Effects::of_path(&request.path);
     let amount = amount_of(request).unwrap_or(0);
-    let mut body = format!(r#"{{"for":"{scope}","path":"{}","amount":{amount}"#, request.path);
+    let scope = [&*scope.caller.0, "/", &*scope.key.0].concat();
+    let mut body = String::with_capacity(128);
+    let mut put = |parts: &[&str]| parts.iter().for_each(|part| body.push_str(part));
+    put(&[r#"{"for":""#, &scope, r#"","path":""#, &request.path, r#"","amount":"#, &amount.to_string()]);
     if let Some(charge) = charge {
-        body.push_str(&format!(r#","charge":"{charge}""#));
+        put(&[r#","charge":""#, charge, "\""]);
     }
     if effects.local {
-        body.push_str(&format!(r#","order":"order:{scope}""#));
+        put(&[r#","order":"order:"#, &scope, "\""]);
     }
     if let Some(stamp) = stamp {
-        body.push_str(&format!(r#","execution":"{stamp}""#));
+        put(&[r#","execution":""#, stamp, "\""]);
     }
-    body.push('}');
-    let local_effect = effects.local.then(|| LocalEffect { id: format!("order:{scope}"), data: Bytes::text(&body) });
+    put(&["}"]);
+    let local_effect = effects.local.then(|| LocalEffect { id: ["order:", &scope].concat(), data: Bytes::text(&body) });
     let outbox = if effects.message {
         vec![OutboxMessage {
-            id: MessageId(format!("msg:{scope}").into()),
+            id: MessageId(["msg:", &scope].concat().into()),
             topic: "checkout.completed".into(),
             payload: Bytes::text(&body),
         }]
