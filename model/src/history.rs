@@ -571,6 +571,7 @@ impl History {
     }
 
     /// Appends an event. Time never runs backwards in a history.
+    #[inline]
     pub fn push(&mut self, at: SimTime, node: NodeId, event: Event) {
         if let Some(last) = self.entries.last() {
             assert!(last.at <= at, "history time went backwards: {} after {}", at, last.at);

@@ -44,11 +44,11 @@ impl World {
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
             self.messages += 1;
-            self.schedule_at(now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
+            self.schedule_at_from(now, now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
         }
         let delay = net.between(key, 5, lo, hi);
         self.messages += 1;
-        self.schedule_at(now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
+        self.schedule_at_from(now, now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
     }
 
     /// A duplicated client request may reach another server (a load

@@ -14,8 +14,9 @@ use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
 use idemsim_model::{DownstreamKey, Event, History, MessageId, NodeId, RequestId, Scope, SimTime};
 use idemsim_store::IdempotencyStore;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// A hash map with a fixed hasher, for the world's tables that are only
 /// looked up by key, never iterated: no hash order can reach a run.
@@ -201,7 +202,7 @@ impl Sim {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, World> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.lock()
     }
 
     /// Takes a key lock, waiting in 1 ms steps while another node holds it.
@@ -229,6 +230,7 @@ impl Sim {
     }
 
     /// Appends an event at the current true time.
+    #[inline]
     pub fn record(&self, node: NodeId, event: Event) {
         self.with(|w| w.record(node, event));
     }
@@ -241,6 +243,7 @@ impl Sim {
 }
 
 impl World {
+    #[inline]
     pub fn record(&mut self, node: NodeId, event: Event) {
         self.step();
         let at = true_now();
@@ -296,8 +299,13 @@ impl World {
     }
 
     pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
+        self.schedule_at_from(true_now().0, at_ms, action);
+    }
+
+    /// [`World::schedule_at`], for a caller that has read the clock.
+    pub fn schedule_at_from(&mut self, now_ms: u64, at_ms: u64, action: Action) {
         self.agenda.push(at_ms, action);
-        self.wakeups.ensure(at_ms, true_now().0);
+        self.wakeups.ensure(at_ms, now_ms);
     }
 
     /// The client node that sends `req`.

@@ -83,8 +83,14 @@ impl<'h> Index<'h> {
     /// many histories (a sweep's worker) hashes each distinct request once
     /// across all of them.
     pub fn with_memo(history: &'h History, memo: &mut FingerprintMemo) -> Index<'h> {
-        let mut index = Index::default();
-        let mut distinct: Lookup<Fingerprint, FingerprintId> = Lookup::default();
+        let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
+        let mut index = Index {
+            sent: Lookup::with_capacity_and_hasher(sends, Default::default()),
+            first_send: Lookup::with_capacity_and_hasher(sends, Default::default()),
+            ..Index::default()
+        };
+        let mut distinct: Lookup<Fingerprint, FingerprintId> =
+            Lookup::with_capacity_and_hasher(sends, Default::default());
         for (i, entry) in history.entries.iter().enumerate() {
             let Event::RequestSent { req, request, .. } = &entry.event else { continue };
             index.first_send.entry(req.op).or_insert(i);
@@ -207,6 +213,7 @@ impl<'h> Index<'h> {
 
     fn attribute(&mut self, history: &'h History) {
         let mut record_ids = std::mem::take(&mut self.record_ids);
+        record_ids.reserve(self.sent.len());
         let mut holder: Vec<u32> = Vec::new();
         let mut called: Lookup<&'h DownstreamKey, u32> = Lookup::default();
         self.attributed = vec![NONE; history.entries.len()];
