@@ -107,7 +107,7 @@ impl Property {
             Property::RetryDiscipline => retry::check(history),
             Property::Expiry => expiry::check(history, index),
             Property::Outbox => outbox::check(history),
-            Property::Progress => progress::check(history),
+            Property::Progress => progress::check(history, index),
         }
     }
 }

@@ -91,19 +91,13 @@ fn ends(history: &History) -> BTreeMap<OpId, End> {
 /// refused (400, 422: the protocol answering as it should) must succeed.
 /// Of those, at least `progress_min_percent` must have been acknowledged,
 /// and a single give-up never fails a run.
-pub(super) fn check(history: &History) -> Vec<Violation> {
+pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
     let min = u64::from(history.meta.progress_min_percent);
     let heal = history.entries.iter().position(|e| matches!(e.event, Event::Phase { phase: Phase::Heal }));
     let Some(heal) = heal else { return Vec::new() };
-    let mut first_sent: BTreeMap<OpId, usize> = BTreeMap::new();
-    for (i, entry) in history.entries.iter().enumerate() {
-        if let Event::RequestSent { req, .. } = &entry.event {
-            first_sent.entry(req.op).or_insert(i);
-        }
-    }
     let (mut acknowledged, mut gave_up) = (0u64, Vec::new());
     for (op, end) in ends(history) {
-        if first_sent.get(&op).is_none_or(|&at| at < heal) {
+        if index.first_send(op).is_none_or(|at| at < heal) {
             continue;
         }
         match end {
@@ -157,10 +151,14 @@ mod tests {
         s
     }
 
+    fn check_story(s: &Story) -> Vec<Violation> {
+        check(&s.history, &crate::checker::Index::new(&s.history))
+    }
+
     #[test]
     fn a_run_that_acknowledges_enough_is_clean() {
         let s = run(5, 5);
-        assert!(check(&s.history).is_empty());
+        assert!(check_story(&s).is_empty());
         let o = Outcomes::of(&s.history);
         assert_eq!((o.operations, o.acknowledged, o.gave_up, o.errors), (10, 5, 5, 0));
     }
@@ -169,17 +167,17 @@ mod tests {
     #[test]
     fn give_ups_under_faults_are_excused() {
         let mut s = run(0, 4);
-        assert_eq!(check(&run(0, 1).history), vec![], "one give-up is not a pattern");
+        assert_eq!(check_story(&run(0, 1)), vec![], "one give-up is not a pattern");
         let heal = s.history.entries.iter().position(|e| matches!(e.event, Event::Phase { phase: Phase::Heal }));
         let heal = s.history.entries.remove(heal.unwrap());
         s.history.entries.push(heal);
-        assert!(check(&s.history).is_empty());
+        assert!(check_story(&s).is_empty());
     }
 
     #[test]
     fn a_run_that_mostly_gives_up_breaks_progress() {
         let s = run(2, 8);
-        let v = check(&s.history);
+        let v = check_story(&s);
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].property, Property::Progress);
         assert!(
