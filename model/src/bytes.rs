@@ -63,12 +63,8 @@ impl<'de> Deserialize<'de> for Bytes {
 /// Lower-case hex of some bytes.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
-    out
+    let digits: Vec<u8> = bytes.iter().flat_map(|b| [DIGITS[(b >> 4) as usize], DIGITS[(b & 15) as usize]]).collect();
+    String::from_utf8(digits).expect("hex digits are ASCII")
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {

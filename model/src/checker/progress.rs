@@ -8,7 +8,6 @@ use super::{Property, Violation};
 use crate::history::{Event, History, Phase};
 use crate::ids::OpId;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// How the operations of a run (or a sweep, added up) ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +37,7 @@ impl Outcomes {
     pub fn of(history: &History) -> Outcomes {
         let ends = ends(history);
         let mut o = Outcomes { operations: ends.len() as u64, ..Outcomes::default() };
-        for end in ends.values() {
+        for (_, end) in &ends {
             match end {
                 End::Acknowledged => o.acknowledged += 1,
                 End::GaveUp(_) => o.gave_up += 1,
@@ -62,25 +61,29 @@ impl Outcomes {
     }
 }
 
-fn ends(history: &History) -> BTreeMap<OpId, End> {
-    let mut ends: BTreeMap<OpId, End> = BTreeMap::new();
+/// How each operation ended, in operation order.
+fn ends(history: &History) -> Vec<(OpId, End)> {
+    let mut ends: Vec<(OpId, End)> = Vec::new();
+    let mut slots: super::Lookup<OpId, usize> = super::Lookup::default();
     for (i, entry) in history.entries.iter().enumerate() {
+        let op = match &entry.event {
+            Event::RequestSent { req, .. } => req.op,
+            Event::ResponseReceived { req, response, .. } if (200..300).contains(&response.status) => req.op,
+            Event::GaveUp { op, .. } => *op,
+            _ => continue,
+        };
+        let slot = *slots.entry(op).or_insert_with(|| {
+            ends.push((op, End::Pending));
+            ends.len() - 1
+        });
+        let end = &mut ends[slot].1;
         match &entry.event {
-            Event::RequestSent { req, .. } => {
-                ends.entry(req.op).or_insert(End::Pending);
-            }
-            Event::ResponseReceived { req, response, .. } if (200..300).contains(&response.status) => {
-                ends.insert(req.op, End::Acknowledged);
-            }
-            Event::GaveUp { op, .. } => {
-                let end = ends.entry(*op).or_insert(End::Pending);
-                if *end != End::Acknowledged {
-                    *end = End::GaveUp(i);
-                }
-            }
+            Event::ResponseReceived { .. } => *end = End::Acknowledged,
+            Event::GaveUp { .. } if *end != End::Acknowledged => *end = End::GaveUp(i),
             _ => {}
         }
     }
+    ends.sort_unstable_by_key(|(op, _)| *op);
     ends
 }
 
