@@ -53,6 +53,7 @@ impl Node {
         let (tx, rx) = oneshot::channel();
         // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
         // (and its reply's) do not depend on how many calls came before.
+        // One step: register, send, and set the deadline.
         let id = self.sim.with(|w| {
             let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
             let mut id = w.fresh_key(what);
@@ -60,10 +61,10 @@ impl Node {
                 id = crate::rng::key(&[id]);
             }
             w.calls.insert(id, (self.id, tx));
+            w.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
+            w.expire_after(timeout_ms, Waiter::Call(id));
             id
         });
-        self.sim.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
-        self.sim.with(|w| w.expire_after(timeout_ms, Waiter::Call(id)));
         let reply = rx.await.ok();
         self.sim.with(|w| w.expire(Waiter::Call(id)));
         reply
@@ -72,9 +73,11 @@ impl Node {
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
     pub async fn request(&self, to: NodeId, req: RequestId, msg: Msg, timeout_ms: u64) -> Option<Msg> {
         let (tx, rx) = oneshot::channel();
-        self.sim.with(|w| w.responses.insert((self.id, req), tx));
-        self.sim.send(self.id, to, msg);
-        self.sim.with(|w| w.expire_after(timeout_ms, Waiter::Response(self.id, req)));
+        self.sim.with(|w| {
+            w.responses.insert((self.id, req), tx);
+            w.send(self.id, to, msg);
+            w.expire_after(timeout_ms, Waiter::Response(self.id, req));
+        });
         let response = rx.await.ok();
         self.sim.with(|w| w.expire(Waiter::Response(self.id, req)));
         response
