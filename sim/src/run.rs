@@ -407,7 +407,9 @@ fn clock_skew_bound_ms(config: &SimConfig, profile: &FaultProfile, plan: &[Timed
 /// regrowing it.
 fn history_for(config: &SimConfig, ops: usize) -> History {
     let mut history = History::new(config.run_meta());
-    history.entries.reserve(64 + 20 * ops);
+    // Room for a busy seed (a default one records about 18 events an
+    // operation): growing copies every event recorded so far.
+    history.entries.reserve(64 + 32 * ops);
     history
 }
 
