@@ -54,7 +54,7 @@ impl Node {
         // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
         // (and its reply's) do not depend on how many calls came before.
         // One step: register, send, and set the deadline.
-        let id = self.sim.with(|w| {
+        self.sim.with(|w| {
             let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
             let mut id = w.fresh_key(what);
             while w.calls.contains_key(&id) {
@@ -63,11 +63,11 @@ impl Node {
             w.calls.insert(id, (self.id, tx));
             w.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
             w.expire_after(timeout_ms, Waiter::Call(id));
-            id
         });
-        let reply = rx.await.ok();
-        self.sim.with(|w| w.expire(Waiter::Call(id)));
-        reply
+        // Whatever ended the wait (a reply, the deadline, a crash, the end
+        // of the run) took the call out of the world's table: call ids are
+        // unique, so nothing is left to expire here.
+        rx.await.ok()
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
