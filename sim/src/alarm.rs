@@ -26,12 +26,7 @@ pub(crate) struct Alarm {
 impl Alarm {
     /// An alarm `ms` from now.
     pub fn after_ms(ms: u64) -> Alarm {
-        Alarm::at_ms(crate::world::true_now().0 + ms)
-    }
-
-    /// An alarm due at `at_ms` of true simulated time.
-    pub fn at_ms(at_ms: u64) -> Alarm {
-        Alarm { sleep: crate::world::sleep_until_ms(at_ms), armed: false }
+        Alarm { sleep: crate::world::sleep_ms_from_now(ms), armed: false }
     }
 
     /// True once the deadline has passed; otherwise makes sure (once) that

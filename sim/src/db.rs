@@ -5,7 +5,7 @@
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::Node;
 use crate::protocol::{StoreOp, StoreReply};
-use crate::world::{true_now, World};
+use crate::world::World;
 use futures::FutureExt;
 use idemsim_model::history::Origin;
 use idemsim_model::{Claim, Event, NodeId, WriteOutcome};
@@ -106,7 +106,7 @@ impl World {
                 self.send(NodeId::Db, NodeId::Relay, crate::msg::Msg::Notify);
             }
             (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
-                let as_of = self.node_time(NodeId::Sweeper, true_now());
+                let as_of = self.node_time(NodeId::Sweeper, self.now());
                 self.swept(scope, as_of);
             }
             (StoreOp::Sweep { now, .. }, StoreReply::Scopes(swept)) => {

@@ -4,7 +4,7 @@
 //! from the heal phase undoing them.
 
 use crate::plan::FaultAction;
-use crate::world::{true_now, Action, Sim, World};
+use crate::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 
@@ -14,7 +14,7 @@ pub(crate) async fn agenda(sim: Sim) {
     let waker = std::future::poll_fn(|cx| std::task::Poll::Ready(cx.waker().clone())).await;
     sim.with(|w| w.wakeups.set_waker(&waker));
     loop {
-        match sim.with(|w| w.agenda_step(true_now().0)) {
+        match sim.with(|w| w.agenda_step(w.now().0)) {
             Step::Apply(action) => apply(&sim, action),
             Step::Wait => Woken::default().await,
             Step::Stop => return,
@@ -57,7 +57,7 @@ fn apply(sim: &Sim, action: Action) {
             n.cut_out |= outgoing;
             n.cut_in |= incoming;
             w.record(NodeId::World, Event::Fault(Fault::Partitioned { node, outgoing, incoming }));
-            w.schedule_at(true_now().0 + for_ms, Action::Reconnect { node, outgoing, incoming });
+            w.schedule_at(w.now().0 + for_ms, Action::Reconnect { node, outgoing, incoming });
         }),
         Action::Fault(FaultAction::Skew { node, offset_ms, drift_ppm }) => sim.with(|w| {
             let n = w.node(node);
@@ -99,7 +99,7 @@ impl Sim {
             if node == NodeId::Db {
                 w.lose_unsynced_writes();
             }
-            w.schedule_at(true_now().0 + down_ms, Action::Restart(node));
+            w.schedule_at(w.now().0 + down_ms, Action::Restart(node));
             handle
         });
         if let Some(h) = handle {
@@ -133,7 +133,7 @@ impl Sim {
             n.paused = true;
             let handle = n.madsim.clone();
             w.record(NodeId::World, Event::Fault(Fault::Paused { node, for_ms }));
-            w.schedule_at(true_now().0 + for_ms, Action::Resume(node));
+            w.schedule_at(w.now().0 + for_ms, Action::Resume(node));
             handle
         });
         if let Some(h) = handle {

@@ -26,7 +26,7 @@ impl Sim {
 impl World {
     pub fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
         self.step();
-        let now = crate::world::true_now().0;
+        let now = self.now().0;
         if self.nodes.get(&from).is_some_and(|n| n.cut_out) {
             return self.dropped(from, to, &msg, "sender partitioned");
         }

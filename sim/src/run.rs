@@ -346,6 +346,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         unsynced_ops: 0,
         locks: BTreeMap::new(),
         relay_wake: None,
+        clock: None,
         fingerprints: crate::worker_memo::take(),
     };
     let sim = Sim::new(world);
@@ -415,6 +416,7 @@ fn history_for(config: &SimConfig, ops: usize) -> History {
 
 async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut abort: oneshot::Receiver<String>) {
     crate::world::keep_clock();
+    sim.with(|w| w.clock = Some(crate::world::RunClock::current()));
     madsim::task::spawn_local(faults::agenda(sim.clone()));
     spawn_nodes(&sim, ops);
     let (fault_ms, heal_ms) = sim.with(|w| {

@@ -16,6 +16,8 @@ use std::task::{Context, Waker};
 #[derive(Default)]
 pub(crate) struct Wakeups {
     waker: Option<Waker>,
+    /// The run's clock, kept with the waker: every timer is armed on it.
+    clock: Option<crate::world::RunClock>,
     /// Ascending, no repeats: the near future's timers, few enough that a
     /// sorted vector beats a tree.
     armed: Vec<u64>,
@@ -26,6 +28,9 @@ impl Wakeups {
     pub fn set_waker(&mut self, waker: &Waker) {
         if self.waker.as_ref().is_none_or(|w| !w.will_wake(waker)) {
             self.waker = Some(waker.clone());
+        }
+        if self.clock.is_none() {
+            self.clock = Some(crate::world::RunClock::current());
         }
     }
 
@@ -40,7 +45,10 @@ impl Wakeups {
         if let Err(slot) = self.armed.binary_search(&at_ms) {
             self.armed.insert(slot, at_ms);
             // Polled once, it arms its timer (a later time is never due yet).
-            let mut sleep = crate::world::sleep_until_ms(at_ms);
+            let mut sleep = match &self.clock {
+                Some(clock) => clock.sleep_until_ms(at_ms),
+                None => crate::world::sleep_until_ms(at_ms),
+            };
             let due = Pin::new(&mut sleep).poll(&mut Context::from_waker(waker)).is_ready();
             assert!(!due, "a timer at {at_ms} ms is not due at {now_ms} ms");
         }

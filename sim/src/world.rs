@@ -119,6 +119,9 @@ pub(crate) struct World {
     pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
     /// Wakes the relay's current incarnation when a notification arrives.
     pub relay_wake: Option<mpsc::UnboundedSender<()>>,
+    /// The run's clock, once it runs: read here, the world's own steps
+    /// skip the thread-local look-up of [`true_now`].
+    pub clock: Option<RunClock>,
     /// Fingerprints of the requests servers have received: a pure
     /// function's memo, shared by all servers only to save the hashing.
     pub fingerprints: idemsim_model::FingerprintMemo,
@@ -151,19 +154,25 @@ thread_local! {
 }
 
 /// A run's madsim clock and the instant its simulated time began.
-struct RunClock {
+pub(crate) struct RunClock {
     handle: madsim::time::TimeHandle,
     origin: std::time::Instant,
 }
 
 impl RunClock {
-    fn current() -> RunClock {
+    /// The clock of the runtime this is called in.
+    pub fn current() -> RunClock {
         let handle = madsim::time::TimeHandle::current();
         let origin = handle.now_instant() - handle.elapsed();
         RunClock { handle, origin }
     }
 
-    fn sleep_until_ms(&self, at_ms: u64) -> madsim::time::Sleep {
+    /// True simulated time.
+    pub fn now(&self) -> SimTime {
+        SimTime(self.handle.elapsed().as_millis() as u64)
+    }
+
+    pub fn sleep_until_ms(&self, at_ms: u64) -> madsim::time::Sleep {
         self.handle.sleep_until(self.origin + std::time::Duration::from_millis(at_ms))
     }
 }
@@ -173,6 +182,18 @@ pub(crate) fn sleep_until_ms(at_ms: u64) -> madsim::time::Sleep {
     CLOCK.with(|clock| match &*clock.borrow() {
         Some(clock) => clock.sleep_until_ms(at_ms),
         None => RunClock::current().sleep_until_ms(at_ms),
+    })
+}
+
+/// A madsim sleep until `ms` after true simulated time now (one look-up
+/// of the kept clock for both).
+pub(crate) fn sleep_ms_from_now(ms: u64) -> madsim::time::Sleep {
+    CLOCK.with(|clock| match &*clock.borrow() {
+        Some(clock) => clock.sleep_until_ms(clock.now().0 + ms),
+        None => {
+            let clock = RunClock::current();
+            clock.sleep_until_ms(clock.now().0 + ms)
+        }
     })
 }
 
@@ -237,8 +258,7 @@ impl Sim {
 
     /// The clock of `node`: true time plus its offset and drift.
     pub fn node_now(&self, node: NodeId) -> SimTime {
-        let now = true_now();
-        self.with(|w| w.node_time(node, now))
+        self.with(|w| w.node_time(node, w.now()))
     }
 }
 
@@ -246,7 +266,7 @@ impl World {
     #[inline]
     pub fn record(&mut self, node: NodeId, event: Event) {
         self.step();
-        let at = true_now();
+        let at = self.now();
         tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&event));
         self.history.push(at, node, event);
     }
@@ -299,13 +319,22 @@ impl World {
     }
 
     pub fn schedule_at(&mut self, at_ms: u64, action: Action) {
-        self.schedule_at_from(true_now().0, at_ms, action);
+        self.schedule_at_from(self.now().0, at_ms, action);
     }
 
     /// [`World::schedule_at`], for a caller that has read the clock.
     pub fn schedule_at_from(&mut self, now_ms: u64, at_ms: u64, action: Action) {
         self.agenda.push(at_ms, action);
         self.wakeups.ensure(at_ms, now_ms);
+    }
+
+    /// True simulated time ([`true_now`]), from the run's clock.
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        match &self.clock {
+            Some(clock) => clock.now(),
+            None => true_now(),
+        }
     }
 
     /// The client node that sends `req`.
@@ -322,7 +351,7 @@ impl World {
     /// most waiters are answered long before their deadline, and when the
     /// agenda task next looks, it arms one for its earliest live entry.
     pub fn expire_after(&mut self, timeout_ms: u64, waiter: Waiter) {
-        let now = true_now().0;
+        let now = self.now().0;
         self.agenda.push_deadline(now + timeout_ms, waiter);
         self.wakeups.ensure_by(now + timeout_ms, now);
     }
