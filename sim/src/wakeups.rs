@@ -8,6 +8,7 @@
 //! whose actions are gone (an answered waiter's deadline); it then finds
 //! nothing due and sleeps again.
 
+use crate::world::RunClock;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Waker};
@@ -16,8 +17,6 @@ use std::task::{Context, Waker};
 #[derive(Default)]
 pub(crate) struct Wakeups {
     waker: Option<Waker>,
-    /// The run's clock, kept with the waker: every timer is armed on it.
-    clock: Option<crate::world::RunClock>,
     /// Ascending, no repeats: the near future's timers, few enough that a
     /// sorted vector beats a tree.
     armed: Vec<u64>,
@@ -29,15 +28,13 @@ impl Wakeups {
         if self.waker.as_ref().is_none_or(|w| !w.will_wake(waker)) {
             self.waker = Some(waker.clone());
         }
-        if self.clock.is_none() {
-            self.clock = Some(crate::world::RunClock::current());
-        }
     }
 
     /// Makes sure the agenda task runs at `at_ms`: now if that has come,
-    /// otherwise by a timer. Before the task first runs there is nothing to
-    /// do: it looks at the agenda then.
-    pub fn ensure(&mut self, at_ms: u64, now_ms: u64) {
+    /// otherwise by a timer on `clock` (the run's, kept by the world before
+    /// the agenda task starts). Before the task first runs there is nothing
+    /// to do: it looks at the agenda then.
+    pub fn ensure(&mut self, at_ms: u64, now_ms: u64, clock: Option<&RunClock>) {
         let Some(waker) = &self.waker else { return };
         if at_ms <= now_ms {
             return waker.wake_by_ref();
@@ -45,10 +42,8 @@ impl Wakeups {
         if let Err(slot) = self.armed.binary_search(&at_ms) {
             self.armed.insert(slot, at_ms);
             // Polled once, it arms its timer (a later time is never due yet).
-            let mut sleep = match &self.clock {
-                Some(clock) => clock.sleep_until_ms(at_ms),
-                None => crate::world::sleep_until_ms(at_ms),
-            };
+            let clock = clock.expect("the run's clock is kept before its agenda task runs");
+            let mut sleep = clock.sleep_until_ms(at_ms);
             let due = Pin::new(&mut sleep).poll(&mut Context::from_waker(waker)).is_ready();
             assert!(!due, "a timer at {at_ms} ms is not due at {now_ms} ms");
         }
@@ -56,10 +51,10 @@ impl Wakeups {
 
     /// Makes sure the agenda task runs at `at_ms` or before, when it will
     /// look again: a timer armed for an earlier millisecond will do.
-    pub fn ensure_by(&mut self, at_ms: u64, now_ms: u64) {
+    pub fn ensure_by(&mut self, at_ms: u64, now_ms: u64, clock: Option<&RunClock>) {
         let first_later = self.armed.partition_point(|&armed| armed <= now_ms);
         if self.armed.get(first_later).is_none_or(|&armed| armed > at_ms) {
-            self.ensure(at_ms, now_ms);
+            self.ensure(at_ms, now_ms, clock);
         }
     }
 

@@ -120,7 +120,8 @@ pub(crate) struct World {
     /// Wakes the relay's current incarnation when a notification arrives.
     pub relay_wake: Option<mpsc::UnboundedSender<()>>,
     /// The run's clock, once it runs: read here, the world's own steps
-    /// skip the thread-local look-up of [`true_now`].
+    /// skip the thread-local look-up of [`true_now`], and the agenda's
+    /// wake-up timers are armed on it.
     pub clock: Option<RunClock>,
     /// Fingerprints of the requests servers have received: a pure
     /// function's memo, shared by all servers only to save the hashing.
@@ -177,33 +178,23 @@ impl RunClock {
     }
 }
 
-/// A madsim sleep until `at_ms` of true simulated time.
-pub(crate) fn sleep_until_ms(at_ms: u64) -> madsim::time::Sleep {
+/// `f` of the clock kept by [`keep_clock`], or else of the current runtime's.
+fn with_clock<R>(f: impl FnOnce(&RunClock) -> R) -> R {
     CLOCK.with(|clock| match &*clock.borrow() {
-        Some(clock) => clock.sleep_until_ms(at_ms),
-        None => RunClock::current().sleep_until_ms(at_ms),
+        Some(clock) => f(clock),
+        None => f(&RunClock::current()),
     })
 }
 
 /// A madsim sleep until `ms` after true simulated time now (one look-up
 /// of the kept clock for both).
 pub(crate) fn sleep_ms_from_now(ms: u64) -> madsim::time::Sleep {
-    CLOCK.with(|clock| match &*clock.borrow() {
-        Some(clock) => clock.sleep_until_ms(clock.now().0 + ms),
-        None => {
-            let clock = RunClock::current();
-            clock.sleep_until_ms(clock.now().0 + ms)
-        }
-    })
+    with_clock(|clock| clock.sleep_until_ms(clock.now().0 + ms))
 }
 
 /// True simulated time in milliseconds since the run began.
 pub(crate) fn true_now() -> SimTime {
-    let elapsed = CLOCK.with(|clock| match &*clock.borrow() {
-        Some(clock) => clock.handle.elapsed(),
-        None => madsim::time::TimeHandle::current().elapsed(),
-    });
-    SimTime(elapsed.as_millis() as u64)
+    with_clock(RunClock::now)
 }
 
 /// Keeps this runtime's clock for [`true_now`] until [`forget_clock`]:
@@ -325,7 +316,7 @@ impl World {
     /// [`World::schedule_at`], for a caller that has read the clock.
     pub fn schedule_at_from(&mut self, now_ms: u64, at_ms: u64, action: Action) {
         self.agenda.push(at_ms, action);
-        self.wakeups.ensure(at_ms, now_ms);
+        self.wakeups.ensure(at_ms, now_ms, self.clock.as_ref());
     }
 
     /// True simulated time ([`true_now`]), from the run's clock.
@@ -353,7 +344,7 @@ impl World {
     pub fn expire_after(&mut self, timeout_ms: u64, waiter: Waiter) {
         let now = self.now().0;
         self.agenda.push_deadline(now + timeout_ms, waiter);
-        self.wakeups.ensure_by(now + timeout_ms, now);
+        self.wakeups.ensure_by(now + timeout_ms, now, self.clock.as_ref());
     }
 
     /// Stops `waiter` waiting, if it still waits.
@@ -387,7 +378,7 @@ impl World {
         let (calls, responses) = (&self.calls, &self.responses);
         self.wakeups.forget_past(now_ms);
         if let Some(next) = self.agenda.next_live_ms(|waiter| waits(calls, responses, waiter)) {
-            self.wakeups.ensure(next, now_ms);
+            self.wakeups.ensure(next, now_ms, self.clock.as_ref());
         }
         crate::faults::Step::Wait
     }
