@@ -1,4 +1,5 @@
-//! A node's mailbox: an unbounded queue of messages with one receiver.
+//! A node's mailbox: an unbounded queue of messages from one sender (the
+//! world) to one receiver (the node's receive loop).
 //!
 //! Every message of a run passes through one, so it is kept to a vector
 //! queue and a waker behind one lock: no allocation per message, unlike a
@@ -6,16 +7,17 @@
 //! `futures`' unbounded channel would (on a send after the receiver found
 //! the queue empty), so swapping one for the other changes no schedule.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// A new mailbox: the sending side (kept by the world) and the receiving
 /// side (the node's receive loop).
 pub(crate) fn mailbox<T>() -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Mutex::new(Shared { queue: VecDeque::new(), waker: None, senders: 1, receiving: true }));
+    let shared = Arc::new(Mutex::new(Shared { queue: VecDeque::new(), waker: None, sending: true, receiving: true }));
     (Sender(shared.clone()), Receiver(shared))
 }
 
@@ -23,26 +25,22 @@ struct Shared<T> {
     queue: VecDeque<T>,
     /// The receiver's waker, while it waits on an empty queue.
     waker: Option<Waker>,
-    senders: usize,
+    sending: bool,
     receiving: bool,
 }
 
 /// Puts messages into the mailbox.
 pub(crate) struct Sender<T>(Arc<Mutex<Shared<T>>>);
 
-/// Takes messages out, in order; `None` once the queue is empty and every
+/// Takes messages out, in order; `None` once the queue is empty and the
 /// sender is gone.
 pub(crate) struct Receiver<T>(Arc<Mutex<Shared<T>>>);
-
-fn lock<T>(shared: &Mutex<Shared<T>>) -> std::sync::MutexGuard<'_, Shared<T>> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl<T> Sender<T> {
     /// Queues `msg`, or hands it back when the receiver is gone.
     pub fn send(&self, msg: T) -> Result<(), T> {
         let waker = {
-            let mut shared = lock(&self.0);
+            let mut shared = self.0.lock();
             if !shared.receiving {
                 return Err(msg);
             }
@@ -56,21 +54,11 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Sender<T> {
-        lock(&self.0).senders += 1;
-        Sender(self.0.clone())
-    }
-}
-
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         let waker = {
-            let mut shared = lock(&self.0);
-            shared.senders -= 1;
-            if shared.senders > 0 {
-                return;
-            }
+            let mut shared = self.0.lock();
+            shared.sending = false;
             shared.waker.take()
         };
         if let Some(waker) = waker {
@@ -88,7 +76,7 @@ impl<T> Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let mut shared = lock(&self.0);
+        let mut shared = self.0.lock();
         shared.receiving = false;
         // Queued messages go with the receiver, as a channel's would.
         shared.queue.clear();
@@ -103,11 +91,11 @@ impl<T> Future for Recv<'_, T> {
     type Output = Option<T>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let mut shared = lock(&self.0 .0);
+        let mut shared = self.0 .0.lock();
         if let Some(msg) = shared.queue.pop_front() {
             return Poll::Ready(Some(msg));
         }
-        if shared.senders == 0 {
+        if !shared.sending {
             return Poll::Ready(None);
         }
         match &shared.waker {
@@ -149,21 +137,19 @@ mod tests {
         assert_eq!(poll(&mut rx, &waker), Poll::Ready(Some(2)));
         assert_eq!(poll(&mut rx, &waker), Poll::Pending);
         drop(tx);
-        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the last sender going wakes it");
+        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the sender going wakes it");
         assert_eq!(poll(&mut rx, &waker), Poll::Ready(None));
     }
 
     #[test]
     fn a_send_to_a_dropped_receiver_comes_back() {
         let (tx, rx) = mailbox();
-        let spare = tx.clone();
         drop(rx);
         assert_eq!(tx.send(7), Err(7));
-        drop(spare);
     }
 
     #[test]
-    fn messages_queued_before_the_last_sender_goes_are_still_received() {
+    fn messages_queued_before_the_sender_goes_are_still_received() {
         let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
         let (tx, mut rx) = mailbox();
         tx.send("a").unwrap();

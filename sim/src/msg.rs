@@ -110,7 +110,8 @@ impl Msg {
     }
 }
 
-fn push(out: &mut String, parts: &[&str]) {
+/// Appends `parts` to `out`.
+pub(crate) fn push(out: &mut String, parts: &[&str]) {
     for part in parts {
         out.push_str(part);
     }

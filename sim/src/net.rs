@@ -88,9 +88,7 @@ impl World {
     fn dropped(&mut self, from: NodeId, to: NodeId, msg: &Msg, why: &str) {
         let mut what = String::with_capacity(48);
         msg.describe_into(&mut what);
-        for part in [" (", why, ")"] {
-            what.push_str(part);
-        }
+        crate::msg::push(&mut what, &[" (", why, ")"]);
         self.record(from, Event::Fault(Fault::Dropped { from, to, what }));
     }
 }
