@@ -1,15 +1,11 @@
 //! "Sometimes" coverage: counts of the interesting interleavings a run
 //! actually reached, so a clean verdict is never vacuous.
 
-use crate::checker::Lookup;
 use crate::checker::{Index, RecordId};
 use crate::history::{Answer, Entry, Event, Fault, History, Origin};
 use crate::ids::{Attempt, NodeId, RequestId, Scope, SimTime};
+use crate::lookup::{Lookup, LookupSet};
 use serde::{Deserialize, Serialize};
-
-/// The tracker's sets: only tested, counted and filtered (never iterated
-/// in order), so a fixed hasher's order cannot reach a counter.
-type LookupSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// How often each interesting interleaving happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

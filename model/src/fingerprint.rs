@@ -3,7 +3,6 @@
 use crate::bytes::hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::fmt;
 
 /// SHA-256 (hex) of method, path and the canonical body. Two requests with the
@@ -54,7 +53,7 @@ impl fmt::Display for Fingerprint {
 /// reach a run.)
 #[derive(Clone, Debug, Default)]
 pub struct FingerprintMemo {
-    by_body: HashMap<Vec<u8>, Vec<(String, String, Fingerprint)>, foldhash::fast::FixedState>,
+    by_body: crate::lookup::Lookup<Vec<u8>, Vec<(String, String, Fingerprint)>>,
 }
 
 impl FingerprintMemo {

@@ -37,6 +37,7 @@ mod decision;
 mod fingerprint;
 pub mod history;
 mod ids;
+mod lookup;
 pub mod outside;
 mod record;
 mod reference;

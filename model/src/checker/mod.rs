@@ -19,12 +19,7 @@ pub use index::{FingerprintId, Index, RecordId, ScopeId};
 pub use progress::Outcomes;
 
 use crate::history::History;
-
-/// A hash map with a fixed hasher, for a checker's state that is only
-/// looked up by key (or folded order-independently, as a count or a
-/// maximum), never iterated into a verdict: no hash order can reach one,
-/// and a look-up costs a fraction of a B-tree's comparisons.
-pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+pub(crate) use crate::lookup::Lookup;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -1,0 +1,11 @@
+//! Hash maps and sets with a fixed hasher, for state that is only looked
+//! up by key (or folded order-independently, as a count or a maximum),
+//! never iterated into a verdict or a history: the same hashes on every
+//! run, so no hash order can reach one, and a look-up costs a fraction of
+//! a B-tree's comparisons. Anything iterated in order stays a B-tree.
+
+/// A look-up-only map; see the module doc.
+pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// A look-up-only set; see the module doc.
+pub(crate) type LookupSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
