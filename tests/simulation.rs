@@ -156,6 +156,79 @@ impl idemsim_store::IdempotencyStore for Plain {
     }
 }
 
+/// A store that answers only after a wait (as one across a network does):
+/// its operations are handed to tasks on the database node, answered
+/// there, and lost with them when the database crashes, which is neither
+/// a hang nor a violation.
+#[test]
+fn a_store_that_waits_runs_clean_through_database_crashes() {
+    let slow = idemsim_sim::Subject::store("slow", || Ok(Slow(idemsim_store::MemStore::new())));
+    let profile = FaultProfile { db_crashes: 3, down_ms_max: 300, ..FaultProfile::calm() };
+    let config = SimConfig { faults: FaultSettings::Pinned(profile), ..SimConfig::default() };
+    let report = sweep(&SweepSpec { subject: slow, config, ..spec(Variant::Correct, StoreKind::Mem, 0..20) }, &|_| {});
+    let report = report.unwrap();
+    assert_eq!(report.seeds_failed, 0, "{:?}", report.failures.first().map(|f| (&f.error, &f.violations)));
+    assert_eq!(report.fault_classes.get("db-crash"), Some(&20), "every seed crashes the database");
+}
+
+/// A `MemStore` behind a 2 ms wait of simulated time per operation.
+struct Slow(idemsim_store::MemStore);
+
+async fn wait() {
+    madsim::time::sleep(std::time::Duration::from_millis(2)).await;
+}
+
+#[async_trait::async_trait]
+impl idemsim_store::IdempotencyStore for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    async fn claim(&self, s: &Scope, f: &Fingerprint, now: SimTime, lease: u64) -> Result<Claim, StoreError> {
+        wait().await;
+        self.0.claim(s, f, now, lease).await
+    }
+    async fn take_over(&self, s: &Scope, a: Attempt, now: SimTime, lease: u64) -> Result<Takeover, StoreError> {
+        wait().await;
+        self.0.take_over(s, a, now, lease).await
+    }
+    async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
+        wait().await;
+        self.0.write_recovery_point(s, a, p).await
+    }
+    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        wait().await;
+        self.0.complete(s, a, c).await
+    }
+    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
+        wait().await;
+        self.0.release(s, a).await
+    }
+    async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
+        wait().await;
+        self.0.read(s).await
+    }
+    async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
+        wait().await;
+        self.0.effects(s).await
+    }
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+        wait().await;
+        self.0.sweep(now, window_ms).await
+    }
+    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
+        wait().await;
+        self.0.stale_in_progress(now, limit).await
+    }
+    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        wait().await;
+        self.0.outbox_pending(limit).await
+    }
+    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
+        wait().await;
+        self.0.outbox_mark_published(id).await
+    }
+}
+
 /// A store that never answers a read fails the run, naming the store and
 /// what it did not answer, instead of hanging or passing quietly.
 #[test]

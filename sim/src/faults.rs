@@ -98,6 +98,8 @@ impl Sim {
             w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));
             if node == NodeId::Db {
                 w.lose_unsynced_writes();
+                // The store operations it waited on die with its tasks.
+                w.store_calls_waiting = 0;
             }
             w.schedule_at(w.now().0 + down_ms, Action::Restart(node));
             handle
