@@ -156,6 +156,39 @@ impl idemsim_store::IdempotencyStore for Plain {
     }
 }
 
+/// A pause bound to a fault site waits for a handler on its node to reach
+/// the site (after its execution, before its completion), where a plain
+/// timed pause strikes at its time, whatever the node is doing.
+#[test]
+fn a_site_bound_pause_strikes_at_the_site_not_at_its_time() {
+    use idemsim_model::history::Fault;
+    use idemsim_model::{Event, NodeId};
+    use idemsim_sim::plan::{FaultAction, TimedFault};
+    let server = NodeId::Server(0);
+    let run = |action: FaultAction| {
+        let faults = vec![TimedFault { at_ms: 100, action }];
+        let config = SimConfig {
+            faults: FaultSettings::Scheduled { profile: FaultProfile::calm(), faults },
+            ..SimConfig::default()
+        };
+        run_seed(&config, StoreKind::Mem, 0).unwrap().history
+    };
+    let pauses = |history: &idemsim_model::History| -> Vec<u64> {
+        let paused = |e: &&idemsim_model::history::Entry| {
+            matches!(e.event, Event::Fault(Fault::Paused { node, .. }) if node == server)
+        };
+        history.entries.iter().filter(paused).map(|e| e.at.0).collect()
+    };
+    let plain = run(FaultAction::Pause { node: server, for_ms: 1500 });
+    assert_eq!(pauses(&plain), vec![100]);
+    let bound = run(FaultAction::PauseBeforeCompletion { node: server, for_ms: 1500 });
+    let at = pauses(&bound);
+    assert_eq!(at.len(), 1, "it strikes once: {at:?}");
+    let executing = bound.entries.iter().find(|e| e.node == server && matches!(e.event, Event::ExecutionStarted { .. }));
+    let executing = executing.expect("server-0 executes something").at.0;
+    assert!(at[0] > 100 && at[0] >= executing, "paused at {} ms, first execution at {executing} ms", at[0]);
+}
+
 /// A store that answers only after a wait (as one across a network does):
 /// its operations are handed to tasks on the database node, answered
 /// there, and lost with them when the database crashes, which is neither

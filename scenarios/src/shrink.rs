@@ -286,6 +286,7 @@ impl Shrinker {
             self.tighten(&mut config);
             self.lower_budget(&mut config);
             self.knobs_to_faults(&mut config);
+            self.unbind_faults(&mut config);
             if config == before || self.runs >= self.runs_max {
                 return config;
             }
@@ -453,10 +454,13 @@ fn renumber_servers(config: &mut SimConfig, rank: &dyn Fn(u32) -> u32, n: u32) {
 
 impl Shrinker {
     /// Turns the crashes and pauses that fault sites drew (a holder
-    /// crashing or freezing before it completes) into timed faults at the
-    /// same moments, and switches those knobs off. What made them fire (an
-    /// operation on another key, say) can then go, and delta debugging
-    /// keeps only the faults that matter.
+    /// crashing or freezing before it completes) into planned faults at
+    /// the same moments, and switches those knobs off. What made them fire
+    /// (an operation on another key, say) can then go, and delta debugging
+    /// keeps only the faults that matter. A plain timed fault strikes at
+    /// the start of its millisecond and needs nothing else to fire, so it
+    /// is tried first; where the failure needs the fault at the point the
+    /// site drew it, it stays bound to the node's next site.
     fn knobs_to_faults(&mut self, config: &mut SimConfig) {
         let FaultSettings::Scheduled { profile, faults } = &config.faults else { return };
         if profile.crash_before_complete_permille == 0 && profile.pause_before_complete_permille == 0 {
@@ -465,33 +469,39 @@ impl Shrinker {
         let Ok(run) = run_seed(config, &self.subject, self.seed) else { return };
         let planned: BTreeSet<(u64, idemsim_model::NodeId)> =
             faults.iter().map(|f| (f.at_ms, f.action.node())).collect();
-        let entries = &run.history.entries;
-        let mut drawn = Vec::new();
-        for (i, e) in entries.iter().enumerate() {
-            let idemsim_model::Event::Fault(fault) = &e.event else { continue };
-            let action = match *fault {
-                idemsim_model::history::Fault::Paused { node, for_ms } => FaultAction::Pause { node, for_ms },
-                idemsim_model::history::Fault::Crashed { node } => {
-                    let restart = entries[i..].iter().find(|r| {
-                        matches!(r.event, idemsim_model::Event::Fault(idemsim_model::history::Fault::Restarted { node: n }) if n == node)
-                    });
-                    let Some(r) = restart else { continue };
-                    FaultAction::Crash { node, down_ms: r.at.0 - e.at.0 }
-                }
-                _ => continue,
-            };
-            if !planned.contains(&(e.at.0, action.node())) {
-                drawn.push(TimedFault { at_ms: e.at.0, action });
+        let drawn: Vec<TimedFault> = site_faults(&run.history.entries)
+            .into_iter()
+            .filter(|f| !planned.contains(&(f.at_ms, f.action.node())))
+            .collect();
+        let with = |faults_of: &dyn Fn(&TimedFault) -> TimedFault| {
+            let mut candidate = config.clone();
+            if let FaultSettings::Scheduled { profile, faults } = &mut candidate.faults {
+                profile.crash_before_complete_permille = 0;
+                profile.pause_before_complete_permille = 0;
+                faults.extend(drawn.iter().map(faults_of));
+                faults.sort_by_key(|f| f.at_ms);
+            }
+            candidate
+        };
+        let (timed, bound) =
+            (with(&|f| TimedFault { at_ms: f.at_ms, action: unbound(&f.action) }), with(&|f| f.clone()));
+        if !self.try_config(config, timed) {
+            self.try_config(config, bound);
+        }
+    }
+
+    /// Tries each fault bound to a fault site as a plain timed fault, which
+    /// needs no other operation to reach a site.
+    fn unbind_faults(&mut self, config: &mut SimConfig) {
+        let FaultSettings::Scheduled { faults, .. } = &config.faults else { return };
+        for i in 0..faults.len() {
+            let mut candidate = config.clone();
+            let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults else { return };
+            if faults[i].action.at_site() {
+                faults[i].action = unbound(&faults[i].action);
+                self.try_config(config, candidate);
             }
         }
-        let mut candidate = config.clone();
-        if let FaultSettings::Scheduled { profile, faults } = &mut candidate.faults {
-            profile.crash_before_complete_permille = 0;
-            profile.pause_before_complete_permille = 0;
-            faults.extend(drawn);
-            faults.sort_by_key(|f| f.at_ms);
-        }
-        self.try_config(config, candidate);
     }
 
     /// Halves the clients' retry budget while the failure stays, so that
@@ -554,12 +564,45 @@ fn earlier(config: &SimConfig) -> Option<SimConfig> {
     (c != *config).then_some(c)
 }
 
+/// The crashes and pauses of a history that fault sites may have drawn
+/// (with the planned ones among them), bound to the node's next site at
+/// the moment they happened.
+fn site_faults(entries: &[idemsim_model::history::Entry]) -> Vec<TimedFault> {
+    use idemsim_model::{history::Fault, Event};
+    let mut drawn = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let Event::Fault(fault) = &e.event else { continue };
+        let action = match *fault {
+            Fault::Paused { node, for_ms } => FaultAction::PauseBeforeCompletion { node, for_ms },
+            Fault::Crashed { node } => {
+                let restarted = |r: &&idemsim_model::history::Entry| matches!(r.event, Event::Fault(Fault::Restarted { node: n }) if n == node);
+                let Some(r) = entries[i..].iter().find(restarted) else { continue };
+                FaultAction::CrashBeforeCompletion { node, down_ms: r.at.0 - e.at.0 }
+            }
+            _ => continue,
+        };
+        drawn.push(TimedFault { at_ms: e.at.0, action });
+    }
+    drawn
+}
+
+/// A site-bound fault as a plain timed one; any other as it is.
+fn unbound(action: &FaultAction) -> FaultAction {
+    match *action {
+        FaultAction::CrashBeforeCompletion { node, down_ms } => FaultAction::Crash { node, down_ms },
+        FaultAction::PauseBeforeCompletion { node, for_ms } => FaultAction::Pause { node, for_ms },
+        ref other => other.clone(),
+    }
+}
+
 /// Halves a fault's duration (or skew); false when already short.
 fn halve(action: &mut FaultAction) -> bool {
     let ms = match action {
         FaultAction::Crash { down_ms: ms, .. }
         | FaultAction::Pause { for_ms: ms, .. }
-        | FaultAction::Partition { for_ms: ms, .. } => ms,
+        | FaultAction::Partition { for_ms: ms, .. }
+        | FaultAction::CrashBeforeCompletion { down_ms: ms, .. }
+        | FaultAction::PauseBeforeCompletion { for_ms: ms, .. } => ms,
         FaultAction::Skew { offset_ms, drift_ppm, .. } => {
             let before = (*offset_ms, *drift_ppm);
             (*offset_ms, *drift_ppm) = (*offset_ms / 2, *drift_ppm / 2);

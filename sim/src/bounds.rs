@@ -122,7 +122,11 @@ pub fn check_fault(f: &TimedFault) -> Result<(), ConfigError> {
     match f.action {
         FaultAction::Crash { down_ms: ms, .. }
         | FaultAction::Pause { for_ms: ms, .. }
-        | FaultAction::Partition { for_ms: ms, .. } => at_most("faults.scheduled[] duration", ms, DURATION_MS_MAX),
+        | FaultAction::Partition { for_ms: ms, .. }
+        | FaultAction::CrashBeforeCompletion { down_ms: ms, .. }
+        | FaultAction::PauseBeforeCompletion { for_ms: ms, .. } => {
+            at_most("faults.scheduled[] duration", ms, DURATION_MS_MAX)
+        }
         FaultAction::Skew { offset_ms, drift_ppm, .. } => {
             at_most("faults.scheduled[].offset_ms", offset_ms.unsigned_abs(), DURATION_MS_MAX)?;
             at_most("faults.scheduled[].drift_ppm", drift_ppm.unsigned_abs().into(), DRIFT_PPM_MAX.into())

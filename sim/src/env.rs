@@ -8,6 +8,7 @@ use crate::config::{ProtocolSettings, SimConfig};
 use crate::msg::origin_key;
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::{sleep_ms, Node};
+use crate::plan::FaultAction;
 use crate::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
 use crate::world::{true_now, Sim};
 use async_trait::async_trait;
@@ -67,28 +68,48 @@ impl SimEnv {
     }
 
     /// Fault site: the holder crashes (and never returns) or freezes past
-    /// its lease before completing.
+    /// its lease before completing, as a planned site fault says or as the
+    /// profile's rates draw.
     async fn before_completion(&self) -> Proceed {
         let id = self.node.id;
         let (key, slot) = self.draws.next();
-        let crash =
-            self.sim().with(|w| w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille));
-        if crash {
-            let down_ms =
-                self.sim().with(|w| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)));
+        let planned = self.sim().with(|w| w.faults_on.then(|| w.take_site_fault(id)).flatten());
+        let crash_ms = match planned {
+            Some(FaultAction::CrashBeforeCompletion { down_ms, .. }) => Some(down_ms),
+            Some(_) => None,
+            None => self.drawn_crash_ms(key, slot),
+        };
+        if let Some(down_ms) = crash_ms {
             self.sim().crash(id, down_ms);
             std::future::pending::<()>().await;
         }
-        let pause_ms = self.sim().with(|w| {
-            let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
-            let lease = w.config.protocol.lease_ms;
-            on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
-        });
+        let pause_ms = match planned {
+            Some(FaultAction::PauseBeforeCompletion { for_ms, .. }) => Some(for_ms),
+            Some(_) => None,
+            None => self.drawn_pause_ms(key, slot),
+        };
         if let Some(ms) = pause_ms {
             self.sim().pause(id, ms);
             sleep_ms(0).await;
         }
         Proceed::Continue
+    }
+
+    /// How long the holder stays down, if the profile's rate crashes it.
+    fn drawn_crash_ms(&self, key: u64, slot: u64) -> Option<u64> {
+        self.sim().with(|w| {
+            let on = w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille);
+            on.then(|| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)))
+        })
+    }
+
+    /// How long the holder freezes, if the profile's rate pauses it.
+    fn drawn_pause_ms(&self, key: u64, slot: u64) -> Option<u64> {
+        self.sim().with(|w| {
+            let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
+            let lease = w.config.protocol.lease_ms;
+            on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
+        })
     }
 
     /// Fault site: the response is lost right after the commit.

@@ -59,6 +59,9 @@ fn apply(sim: &Sim, action: Action) {
             w.record(NodeId::World, Event::Fault(Fault::Partitioned { node, outgoing, incoming }));
             w.schedule_at(w.now().0 + for_ms, Action::Reconnect { node, outgoing, incoming });
         }),
+        Action::Fault(FaultAction::CrashBeforeCompletion { .. } | FaultAction::PauseBeforeCompletion { .. }) => {
+            unreachable!("a site fault waits for its site, never on the agenda")
+        }
         Action::Fault(FaultAction::Skew { node, offset_ms, drift_ppm }) => sim.with(|w| {
             let n = w.node(node);
             n.offset_ms = offset_ms;

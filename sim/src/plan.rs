@@ -36,6 +36,26 @@ pub enum FaultAction {
         /// How long.
         for_ms: u64,
     },
+    /// Crash a node when a handler on it next reaches its
+    /// before-completion fault site, at `at_ms` or later, and restart it
+    /// after `down_ms`: the crash a fault site drew, pinned to its moment
+    /// (what `idemsim shrink` writes for one, so it replays where it
+    /// happened, not at the start of its millisecond).
+    CrashBeforeCompletion {
+        /// The node.
+        node: NodeId,
+        /// How long it stays down.
+        down_ms: u64,
+    },
+    /// Freeze a node for `for_ms` when a handler on it next reaches its
+    /// before-completion fault site, at `at_ms` or later (as
+    /// [`FaultAction::CrashBeforeCompletion`]).
+    PauseBeforeCompletion {
+        /// The node.
+        node: NodeId,
+        /// How long.
+        for_ms: u64,
+    },
     /// Set a node's clock offset and drift.
     Skew {
         /// The node.
@@ -54,8 +74,15 @@ impl FaultAction {
             FaultAction::Crash { node, .. }
             | FaultAction::Pause { node, .. }
             | FaultAction::Partition { node, .. }
+            | FaultAction::CrashBeforeCompletion { node, .. }
+            | FaultAction::PauseBeforeCompletion { node, .. }
             | FaultAction::Skew { node, .. } => *node,
         }
+    }
+
+    /// It waits for a fault site instead of happening at its time.
+    pub fn at_site(&self) -> bool {
+        matches!(self, FaultAction::CrashBeforeCompletion { .. } | FaultAction::PauseBeforeCompletion { .. })
     }
 
     /// The node the fault hits, to move the fault elsewhere.
@@ -64,6 +91,8 @@ impl FaultAction {
             FaultAction::Crash { node, .. }
             | FaultAction::Pause { node, .. }
             | FaultAction::Partition { node, .. }
+            | FaultAction::CrashBeforeCompletion { node, .. }
+            | FaultAction::PauseBeforeCompletion { node, .. }
             | FaultAction::Skew { node, .. } => node,
         }
     }

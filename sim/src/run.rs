@@ -342,6 +342,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         op_clients,
         write_back,
         store_calls_waiting: 0,
+        site_faults: Vec::new(),
         synced: None,
         unsynced_ops: 0,
         locks: BTreeMap::new(),
@@ -421,7 +422,10 @@ async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut ab
     spawn_nodes(&sim, ops);
     let (fault_ms, heal_ms) = sim.with(|w| {
         for f in plan {
-            w.schedule_at(f.at_ms, Action::Fault(f.action));
+            match f.action.at_site() {
+                true => w.site_faults.push(f),
+                false => w.schedule_at(f.at_ms, Action::Fault(f.action)),
+            }
         }
         w.record(NodeId::World, Event::Phase { phase: Phase::Faults });
         (w.config.phases.fault_ms, w.config.phases.heal_ms)

@@ -108,6 +108,9 @@ pub(crate) struct World {
     pub op_clients: Lookup<idemsim_model::OpId, u32>,
     /// Store operations the database node is still waiting for.
     pub store_calls_waiting: u32,
+    /// Planned faults that wait for a fault site (earliest first): see
+    /// [`FaultAction::at_site`].
+    pub site_faults: Vec<crate::plan::TimedFault>,
     /// Write-back durability is on and the store opted in to it.
     pub write_back: bool,
     /// The world's view of the records as of the last sync.
@@ -345,6 +348,14 @@ impl World {
         let now = self.now().0;
         self.agenda.push_deadline(now + timeout_ms, waiter);
         self.wakeups.ensure_by(now + timeout_ms, now, self.clock.as_ref());
+    }
+
+    /// The first planned site fault for `node` whose time has come, taken:
+    /// a handler on `node` is at its before-completion site.
+    pub fn take_site_fault(&mut self, node: NodeId) -> Option<FaultAction> {
+        let now = self.now().0;
+        let i = self.site_faults.iter().position(|f| f.at_ms <= now && f.action.node() == node)?;
+        Some(self.site_faults.remove(i).action)
     }
 
     /// Stops `waiter` waiting, if it still waits.
