@@ -174,9 +174,7 @@ fn a_site_bound_pause_strikes_at_the_site_not_at_its_time() {
         run_seed(&config, StoreKind::Mem, 0).unwrap().history
     };
     let pauses = |history: &idemsim_model::History| -> Vec<u64> {
-        let paused = |e: &&idemsim_model::history::Entry| {
-            matches!(e.event, Event::Fault(Fault::Paused { node, .. }) if node == server)
-        };
+        let paused = |e: &&idemsim_model::history::Entry| matches!(e.event, Event::Fault(Fault::Paused { node, .. }) if node == server);
         history.entries.iter().filter(paused).map(|e| e.at.0).collect()
     };
     let plain = run(FaultAction::Pause { node: server, for_ms: 1500 });
@@ -184,7 +182,8 @@ fn a_site_bound_pause_strikes_at_the_site_not_at_its_time() {
     let bound = run(FaultAction::PauseBeforeCompletion { node: server, for_ms: 1500 });
     let at = pauses(&bound);
     assert_eq!(at.len(), 1, "it strikes once: {at:?}");
-    let executing = bound.entries.iter().find(|e| e.node == server && matches!(e.event, Event::ExecutionStarted { .. }));
+    let executing =
+        bound.entries.iter().find(|e| e.node == server && matches!(e.event, Event::ExecutionStarted { .. }));
     let executing = executing.expect("server-0 executes something").at.0;
     assert!(at[0] > 100 && at[0] >= executing, "paused at {} ms, first execution at {executing} ms", at[0]);
 }

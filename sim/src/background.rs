@@ -20,7 +20,7 @@ pub(crate) async fn sweeper(node: Rc<Node>) {
 }
 
 /// The relay's message handler: a notification wakes the relay.
-pub(crate) fn handle_relay(node: &Rc<Node>, msg: crate::msg::Msg) {
+pub(crate) fn handle_relay(node: &Node, msg: crate::msg::Msg) {
     if let crate::msg::Msg::Notify = msg {
         node.sim.with(|w| w.relay_wake.as_ref().map(|tx| tx.unbounded_send(())));
     }

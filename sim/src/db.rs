@@ -12,45 +12,82 @@ use idemsim_model::{Claim, Event, NodeId, WriteOutcome};
 use idemsim_store::{panic_message, IdempotencyStore, StoreError};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::rc::Rc;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// How long (simulated) a store operation may stay unanswered before the
 /// store is taken for hung and the run fails.
 pub const STORE_ANSWER_MAX_MS: u64 = 10_000;
 
+/// A store operation, polled once, that waits for its store.
+type Applying = Pin<Box<dyn Future<Output = (StoreOp, StoreReply)> + Send>>;
+
+/// A store operation that must wait for its store, until the database
+/// node's receive loop gives it a task.
+pub(crate) struct Waiting {
+    id: crate::msg::CallId,
+    from: NodeId,
+    origin: Origin,
+    op_name: &'static str,
+    applying: Applying,
+}
+
 /// The database node's message handler. An operation whose store answers
-/// at once (the in-memory and SQLite stores always do) runs inside the
-/// receive loop; one that must wait gets a task of its own, and fails the
-/// run if it is still waiting after [`STORE_ANSWER_MAX_MS`].
-pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
-    let Msg::Call { id, from, origin, body: CallBody::Store(op) } = msg else { return };
-    let (store, sim) = (node.sim.with(|w| w.store.clone()), node.sim.clone());
-    let (name_of, op_name) = (store.clone(), op.name());
-    let mut applying = Box::pin(async move {
+/// at once (the in-memory and SQLite stores always do) is done before this
+/// returns, so the world may run it at delivery
+/// ([`crate::node::Handling::at_once`]). One that must wait needs a task
+/// on the database node (so that a crash of the database takes it too),
+/// which only the node's receive loop can spawn: it is handed over, and
+/// fails the run if it is still waiting after [`STORE_ANSWER_MAX_MS`].
+pub(crate) fn handle(node: &Node, msg: Msg) {
+    match msg {
+        Msg::Call { id, from, origin, body: CallBody::Store(op) } => apply(node, id, from, origin, op),
+        Msg::StoreOpsWaiting => wait_for_store(node),
+        _ => {}
+    }
+}
+
+fn apply(node: &Node, id: crate::msg::CallId, from: NodeId, origin: Origin, op: StoreOp) {
+    let (store, sim, op_name) = (node.sim.with(|w| w.store.clone()), node.sim.clone(), op.name());
+    let mut applying: Applying = Box::pin(async move {
         let reply = guarded(&sim, &*store, &op).await;
         (op, reply)
     });
-    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
-    if let std::task::Poll::Ready((op, reply)) = applying.as_mut().poll(&mut cx) {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    if let Poll::Ready((op, reply)) = applying.as_mut().poll(&mut cx) {
         return finish(node, from, id, origin, &op, reply);
     }
-    let node = node.clone();
-    node.sim.with(|w| w.store_calls_waiting += 1);
-    madsim::task::spawn_local(async move {
-        let answered = crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
-        node.sim.with(|w| w.store_calls_waiting -= 1);
-        match answered {
-            Some((op, reply)) => finish(&node, from, id, origin, &op, reply),
-            None => node.sim.with(|w| {
-                let why = format!(
-                    "store '{}' did not answer {op_name} within {} s of simulated time (it hangs)",
-                    name_of.name(),
-                    STORE_ANSWER_MAX_MS / 1000
-                );
-                w.store_broke(why)
-            }),
+    node.sim.with(|w| {
+        w.store_calls_waiting += 1;
+        w.store_ops_waiting.push(Waiting { id, from, origin, op_name, applying });
+        // The database is up (it is running this), so its mailbox is there.
+        if let Some(mailbox) = w.nodes.get(&NodeId::Db).and_then(|n| n.mailbox.as_ref()) {
+            let _ = mailbox.send(Msg::StoreOpsWaiting);
         }
     });
+}
+
+/// Gives each handed-over operation a task on this (the database) node.
+fn wait_for_store(node: &Node) {
+    let (waiting, store) = node.sim.with(|w| (std::mem::take(&mut w.store_ops_waiting), w.store.clone()));
+    for Waiting { id, from, origin, op_name, applying } in waiting {
+        let (node, store) = (node.clone(), store.clone());
+        madsim::task::spawn_local(async move {
+            let answered = crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
+            node.sim.with(|w| w.store_calls_waiting -= 1);
+            match answered {
+                Some((op, reply)) => finish(&node, from, id, origin, &op, reply),
+                None => node.sim.with(|w| {
+                    let why = format!(
+                        "store '{}' did not answer {op_name} within {} s of simulated time (it hangs)",
+                        store.name(),
+                        STORE_ANSWER_MAX_MS / 1000
+                    );
+                    w.store_broke(why)
+                }),
+            }
+        });
+    }
 }
 
 /// Runs `op`, turning a panic or an error into a failed reply and a broken

@@ -4,11 +4,10 @@
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::Node;
 use idemsim_model::{Event, NodeId};
-use std::rc::Rc;
 
 /// The dependency: performs an effect for each new downstream key, and
 /// answers a repeated key with the original charge.
-pub(crate) fn handle_dependency(node: &Rc<Node>, msg: Msg) {
+pub(crate) fn handle_dependency(node: &Node, msg: Msg) {
     let Msg::Call { id, from, origin, body: CallBody::Charge { scope, attempt, downstream_key } } = msg else { return };
     let charge_id = node.sim.with(|w| {
         let called = Event::DownstreamCalled {
@@ -31,7 +30,7 @@ pub(crate) fn handle_dependency(node: &Rc<Node>, msg: Msg) {
 }
 
 /// The consumer: applies each message once, acknowledges every delivery.
-pub(crate) fn handle_consumer(node: &Rc<Node>, msg: Msg) {
+pub(crate) fn handle_consumer(node: &Node, msg: Msg) {
     let Msg::Call { id, from, body: CallBody::Publish { entry }, .. } = msg else { return };
     node.sim.with(|w| {
         let applied = w.consumed.insert(entry.message.id.clone());

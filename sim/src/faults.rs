@@ -3,6 +3,7 @@
 //! fault sites inside the server (crash or pause at the worst moment), and
 //! from the heal phase undoing them.
 
+use crate::node::Node;
 use crate::plan::FaultAction;
 use crate::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
@@ -49,7 +50,11 @@ impl std::future::Future for Woken {
 
 fn apply(sim: &Sim, action: Action) {
     match action {
-        Action::Deliver { from, to, msg } => sim.with(|w| w.deliver(from, to, *msg)),
+        Action::Deliver { from, to, msg } => {
+            if let Some((handle, msg)) = sim.with(|w| w.deliver(from, to, *msg)) {
+                handle(&Node { id: to, sim: sim.clone() }, msg);
+            }
+        }
         Action::Fault(FaultAction::Crash { node, down_ms }) => sim.crash(node, down_ms),
         Action::Fault(FaultAction::Pause { node, for_ms }) => sim.pause(node, for_ms),
         Action::Fault(FaultAction::Partition { node, outgoing, incoming, for_ms }) => sim.with(|w| {
@@ -103,6 +108,7 @@ impl Sim {
                 w.lose_unsynced_writes();
                 // The store operations it waited on die with its tasks.
                 w.store_calls_waiting = 0;
+                w.store_ops_waiting.clear();
             }
             w.schedule_at(w.now().0 + down_ms, Action::Restart(node));
             handle

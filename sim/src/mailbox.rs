@@ -54,6 +54,15 @@ impl<T> Sender<T> {
     }
 }
 
+impl<T> Sender<T> {
+    /// The receiver waits on an empty queue: what is sent next is the
+    /// next thing it takes.
+    pub fn idle(&self) -> bool {
+        let shared = self.0.lock();
+        shared.queue.is_empty() && shared.waker.is_some()
+    }
+}
+
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         let waker = {
@@ -139,6 +148,21 @@ mod tests {
         drop(tx);
         assert_eq!(count.0.load(Ordering::SeqCst), 2, "the sender going wakes it");
         assert_eq!(poll(&mut rx, &waker), Poll::Ready(None));
+    }
+
+    #[test]
+    fn idle_only_while_the_receiver_waits_on_an_empty_queue() {
+        let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let (tx, mut rx) = mailbox();
+        assert!(!tx.idle(), "the receiver has not looked yet");
+        assert_eq!(poll(&mut rx, &waker), Poll::Pending);
+        assert!(tx.idle());
+        tx.send(1).unwrap();
+        assert!(!tx.idle(), "a message waits");
+        assert_eq!(poll(&mut rx, &waker), Poll::Ready(Some(1)));
+        assert!(!tx.idle(), "the receiver is busy with it");
+        assert_eq!(poll(&mut rx, &waker), Poll::Pending);
+        assert!(tx.idle());
     }
 
     #[test]

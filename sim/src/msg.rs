@@ -21,6 +21,9 @@ pub(crate) enum Msg {
     /// The database to the relay: a completion with outbox messages
     /// committed (LISTEN/NOTIFY).
     Notify,
+    /// The database node to its own receive loop: store operations wait
+    /// for their store and need tasks (never on the network).
+    StoreOpsWaiting,
 }
 
 /// What a call asks for.
@@ -64,6 +67,7 @@ impl Msg {
             Msg::Call { id, .. } => crate::rng::key(&[3, *id]),
             Msg::Reply { id, .. } => crate::rng::key(&[4, *id]),
             Msg::Notify => 5,
+            Msg::StoreOpsWaiting => 6,
         };
         // Not which node: a shrink that moves an operation to another
         // client or server keeps its messages' fates. Copies of the same
@@ -76,7 +80,10 @@ impl Msg {
     pub fn may_duplicate(&self) -> bool {
         !matches!(
             self,
-            Msg::Call { body: CallBody::Store(_), .. } | Msg::Reply { body: ReplyBody::Store(_), .. } | Msg::Notify
+            Msg::Call { body: CallBody::Store(_), .. }
+                | Msg::Reply { body: ReplyBody::Store(_), .. }
+                | Msg::Notify
+                | Msg::StoreOpsWaiting
         )
     }
 
@@ -106,6 +113,7 @@ impl Msg {
             Msg::Reply { body: ReplyBody::Charged { .. }, .. } => push(out, &["charge reply"]),
             Msg::Reply { body: ReplyBody::Ack, .. } => push(out, &["ack"]),
             Msg::Notify => push(out, &["outbox notification"]),
+            Msg::StoreOpsWaiting => push(out, &["store operations waiting"]),
         }
     }
 }

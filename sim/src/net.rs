@@ -12,6 +12,7 @@
 //! agenda task delivers each copy into the receiver's mailbox at its time.
 
 use crate::msg::Msg;
+use crate::node::Handler;
 use crate::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
@@ -62,27 +63,45 @@ impl World {
     }
 
     /// Puts a message into `to`'s mailbox, unless `to` is down or cut off.
-    pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg) {
-        let Some(node) = self.nodes.get(&to) else { return self.dropped(from, to, &msg, "no such node") };
+    /// A message whose handler runs at once, for a node whose receive loop
+    /// would take it next, comes back with the handler instead, for the
+    /// caller to run outside the world's lock ([`crate::node::Handling`]).
+    pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg) -> Option<(Handler, Msg)> {
+        let Some(node) = self.nodes.get(&to) else {
+            self.dropped(from, to, &msg, "no such node");
+            return None;
+        };
         if node.cut_in {
-            return self.dropped(from, to, &msg, "receiver partitioned");
+            self.dropped(from, to, &msg, "receiver partitioned");
+            return None;
         }
         let Some(mailbox) = node.mailbox.as_ref().filter(|_| node.up) else {
-            return self.dropped(from, to, &msg, "receiver down");
+            self.dropped(from, to, &msg, "receiver down");
+            return None;
         };
         if !node.paused {
             // A reply goes straight to its waiting caller, as the receive
             // loop would hand it on (a paused node's replies wait in its
             // mailbox with everything else until it resumes).
             match msg {
-                Msg::Reply { id, body } => return self.answer_call(id, body),
-                Msg::Response { req, .. } => return self.answer_request(to, req, msg),
+                Msg::Reply { id, body } => {
+                    self.answer_call(id, body);
+                    return None;
+                }
+                Msg::Response { req, .. } => {
+                    self.answer_request(to, req, msg);
+                    return None;
+                }
                 _ => {}
+            }
+            if let Some(handle) = node.at_once.filter(|_| mailbox.idle()) {
+                return Some((handle, msg));
             }
         }
         if let Err(refused) = mailbox.send(msg) {
             self.dropped(from, to, &refused, "receiver down");
         }
+        None
     }
 
     fn dropped(&mut self, from: NodeId, to: NodeId, msg: &Msg, why: &str) {

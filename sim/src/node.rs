@@ -14,27 +14,42 @@ use std::rc::Rc;
 /// Waiting callers are registered in the world, not here: a task that
 /// holds its node while the node holds the task's waker would be a cycle
 /// that outlives the run.
+#[derive(Clone)]
 pub(crate) struct Node {
     pub id: NodeId,
     pub sim: Sim,
 }
 
 /// Handles the messages that are not replies.
-pub(crate) type Handler = fn(&Rc<Node>, Msg);
+pub(crate) type Handler = fn(&Node, Msg);
+
+/// A node's handler, and where it may run.
+#[derive(Clone, Copy)]
+pub(crate) struct Handling {
+    pub handle: Handler,
+    /// `handle` is done when it returns: it neither waits nor spawns a
+    /// task. The world then runs it at delivery, in the agenda task,
+    /// whenever the receive loop would be the next to run it (the node up
+    /// and running, its mailbox empty and waited on): the same step, minus
+    /// a wake-up and a poll of the receive loop.
+    pub at_once: bool,
+}
 
 impl Node {
     /// Registers a fresh mailbox and spawns the receive loop, which lives
     /// as long as the node: replies go to their waiting callers, everything
-    /// else to `handle`.
-    pub fn start(sim: Sim, id: NodeId, handle: Handler) -> Rc<Node> {
+    /// else to `handling`'s handler (or, when it runs at once, to the world,
+    /// see [`Handling::at_once`]).
+    pub fn start(sim: Sim, id: NodeId, handling: Handling) -> Rc<Node> {
         let (tx, rx) = mailbox();
         sim.with(|w| {
             let n = w.node(id);
             n.mailbox = Some(tx);
             n.up = true;
+            n.at_once = handling.at_once.then_some(handling.handle);
         });
         let node = Rc::new(Node { id, sim });
-        madsim::task::spawn_local(Node::receive(node.clone(), rx, handle));
+        madsim::task::spawn_local(Node::receive(node.clone(), rx, handling.handle));
         node
     }
 

@@ -342,6 +342,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         op_clients,
         write_back,
         store_calls_waiting: 0,
+        store_ops_waiting: Vec::new(),
         site_faults: Vec::new(),
         synced: None,
         unsynced_ops: 0,
@@ -505,18 +506,18 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
     }
 }
 
-fn ignore(_: &std::rc::Rc<Node>, _: crate::msg::Msg) {}
+fn ignore(_: &Node, _: crate::msg::Msg) {}
 
 async fn play(sim: Sim, id: NodeId, role: Role) {
-    let handler: crate::node::Handler = match role {
-        Role::Server => server::handle,
-        Role::Db => db::handle,
-        Role::Dependency => downstream::handle_dependency,
-        Role::Consumer => downstream::handle_consumer,
-        Role::Relay => background::handle_relay,
-        _ => ignore,
+    let (handle, at_once): (crate::node::Handler, bool) = match role {
+        Role::Server => (server::handle, false),
+        Role::Db => (db::handle, true),
+        Role::Dependency => (downstream::handle_dependency, true),
+        Role::Consumer => (downstream::handle_consumer, true),
+        Role::Relay => (background::handle_relay, true),
+        _ => (ignore, true),
     };
-    let node = Node::start(sim, id, handler);
+    let node = Node::start(sim, id, crate::node::Handling { handle, at_once });
     match role {
         Role::Db => disk::syncer(node).await,
         Role::Reconciler => background::reconciler(node).await,

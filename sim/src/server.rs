@@ -6,10 +6,9 @@ use crate::env::SimEnv;
 use crate::msg::Msg;
 use crate::node::Node;
 use idemsim_model::history::Origin;
-use std::rc::Rc;
 
 /// The server's message handler: each request gets its own task.
-pub(crate) fn handle(node: &Rc<Node>, msg: Msg) {
+pub(crate) fn handle(node: &Node, msg: Msg) {
     let Msg::Request { req, request } = msg else { return };
     let node = node.clone();
     madsim::task::spawn_local(async move {

@@ -55,6 +55,9 @@ pub(crate) struct NodeState {
     pub up: bool,
     pub paused: bool,
     pub mailbox: Option<crate::mailbox::Sender<Msg>>,
+    /// The node's handler, when it may run at delivery
+    /// ([`crate::node::Handling::at_once`]).
+    pub at_once: Option<crate::node::Handler>,
     pub cut_out: bool,
     pub cut_in: bool,
     pub offset_ms: i64,
@@ -108,6 +111,8 @@ pub(crate) struct World {
     pub op_clients: Lookup<idemsim_model::OpId, u32>,
     /// Store operations the database node is still waiting for.
     pub store_calls_waiting: u32,
+    /// Those of them not yet given a task on the database node.
+    pub store_ops_waiting: Vec<crate::db::Waiting>,
     /// Planned faults that wait for a fault site (earliest first): see
     /// [`FaultAction::at_site`].
     pub site_faults: Vec<crate::plan::TimedFault>,
@@ -421,6 +426,7 @@ impl World {
         self.agenda.clear();
         self.wakeups = Default::default();
         self.relay_wake = None;
+        self.store_ops_waiting.clear();
         self.calls.clear();
         self.responses.clear();
     }
