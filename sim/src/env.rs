@@ -10,7 +10,7 @@ use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::{sleep_ms, Node};
 use crate::plan::FaultAction;
 use crate::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
-use crate::world::{true_now, Sim};
+use crate::world::{true_now, Sim, World};
 use async_trait::async_trait;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{
@@ -73,12 +73,15 @@ impl SimEnv {
     async fn before_completion(&self) -> Proceed {
         let id = self.node.id;
         let (key, slot) = self.draws.next();
-        let planned = self.sim().with(|w| w.faults_on.then(|| w.take_site_fault(id)).flatten());
-        let crash_ms = match planned {
-            Some(FaultAction::CrashBeforeCompletion { down_ms, .. }) => Some(down_ms),
-            Some(_) => None,
-            None => self.drawn_crash_ms(key, slot),
-        };
+        let (planned, crash_ms) = self.sim().with(|w| {
+            let planned = w.faults_on.then(|| w.take_site_fault(id)).flatten();
+            let crash_ms = match planned {
+                Some(FaultAction::CrashBeforeCompletion { down_ms, .. }) => Some(down_ms),
+                Some(_) => None,
+                None => drawn_crash_ms(w, key, slot),
+            };
+            (planned, crash_ms)
+        });
         if let Some(down_ms) = crash_ms {
             self.sim().crash(id, down_ms);
             std::future::pending::<()>().await;
@@ -86,30 +89,13 @@ impl SimEnv {
         let pause_ms = match planned {
             Some(FaultAction::PauseBeforeCompletion { for_ms, .. }) => Some(for_ms),
             Some(_) => None,
-            None => self.drawn_pause_ms(key, slot),
+            None => self.sim().with(|w| drawn_pause_ms(w, key, slot)),
         };
         if let Some(ms) = pause_ms {
             self.sim().pause(id, ms);
             sleep_ms(0).await;
         }
         Proceed::Continue
-    }
-
-    /// How long the holder stays down, if the profile's rate crashes it.
-    fn drawn_crash_ms(&self, key: u64, slot: u64) -> Option<u64> {
-        self.sim().with(|w| {
-            let on = w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille);
-            on.then(|| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)))
-        })
-    }
-
-    /// How long the holder freezes, if the profile's rate pauses it.
-    fn drawn_pause_ms(&self, key: u64, slot: u64) -> Option<u64> {
-        self.sim().with(|w| {
-            let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
-            let lease = w.config.protocol.lease_ms;
-            on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
-        })
     }
 
     /// Fault site: the response is lost right after the commit.
@@ -211,6 +197,20 @@ impl Env for SimEnv {
     fn unlock(&self, lock: &KeyLock) {
         self.sim().unlock_key(&self.key_lock(lock));
     }
+}
+
+/// How long a holder stays down, if the profile's rate crashes it at its
+/// before-completion site.
+fn drawn_crash_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
+    let on = w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille);
+    on.then(|| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)))
+}
+
+/// How long a holder freezes, if the profile's rate pauses it there.
+fn drawn_pause_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
+    let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
+    let lease = w.config.protocol.lease_ms;
+    on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
 }
 
 /// One simulated client.

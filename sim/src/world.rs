@@ -358,6 +358,9 @@ impl World {
     /// The first planned site fault for `node` whose time has come, taken:
     /// a handler on `node` is at its before-completion site.
     pub fn take_site_fault(&mut self, node: NodeId) -> Option<FaultAction> {
+        if self.site_faults.is_empty() {
+            return None;
+        }
         let now = self.now().0;
         let i = self.site_faults.iter().position(|f| f.at_ms <= now && f.action.node() == node)?;
         Some(self.site_faults.remove(i).action)
