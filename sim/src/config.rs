@@ -368,10 +368,17 @@ impl SimConfig {
             idemsim_model::NodeId::World => false,
             _ => true,
         };
-        match ok {
-            true => Ok(()),
-            false => Err(ConfigError(format!("faults.scheduled: no node {node} in this topology"))),
+        if !ok {
+            return Err(ConfigError(format!("faults.scheduled: no node {node} in this topology")));
         }
+        // Only executions reach the before-completion site: the servers' and the reconciler's.
+        let executes = matches!(node, idemsim_model::NodeId::Server(_) | idemsim_model::NodeId::Reconciler);
+        if fault.action.at_site() && !executes {
+            return Err(ConfigError(format!(
+                "faults.scheduled: {node} never reaches a before-completion site (only servers and the reconciler execute)"
+            )));
+        }
+        Ok(())
     }
 
     fn validate_operations(&self, ops: &[Operation]) -> Result<(), ConfigError> {
@@ -439,6 +446,25 @@ mod tests {
         let mut c = SimConfig::default();
         c.workload.mix.late_retry = u32::MAX;
         assert!(c.validate().unwrap_err().to_string().contains("workload.mix.late_retry"));
+    }
+
+    #[test]
+    fn a_site_fault_must_name_a_node_that_executes() {
+        use crate::plan::{FaultAction, TimedFault};
+        use idemsim_model::NodeId;
+        let with = |action: FaultAction| SimConfig {
+            faults: FaultSettings::Scheduled {
+                profile: FaultProfile::calm(),
+                faults: vec![TimedFault { at_ms: 10, action }],
+            },
+            ..SimConfig::default()
+        };
+        let db = with(FaultAction::PauseBeforeCompletion { node: NodeId::Db, for_ms: 100 });
+        let err = db.validate().unwrap_err().to_string();
+        assert!(err.contains("db never reaches a before-completion site"), "{err}");
+        with(FaultAction::CrashBeforeCompletion { node: NodeId::Server(1), down_ms: 100 }).validate().unwrap();
+        with(FaultAction::PauseBeforeCompletion { node: NodeId::Reconciler, for_ms: 100 }).validate().unwrap();
+        with(FaultAction::Pause { node: NodeId::Db, for_ms: 100 }).validate().unwrap();
     }
 
     #[test]
