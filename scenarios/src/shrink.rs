@@ -494,13 +494,12 @@ impl Shrinker {
     /// needs no other operation to reach a site.
     fn unbind_faults(&mut self, config: &mut SimConfig) {
         let FaultSettings::Scheduled { faults, .. } = &config.faults else { return };
-        for i in 0..faults.len() {
+        let bound: Vec<usize> = (0..faults.len()).filter(|&i| faults[i].action.at_site()).collect();
+        for i in bound {
             let mut candidate = config.clone();
             let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults else { return };
-            if faults[i].action.at_site() {
-                faults[i].action = unbound(&faults[i].action);
-                self.try_config(config, candidate);
-            }
+            faults[i].action = unbound(&faults[i].action);
+            self.try_config(config, candidate);
         }
     }
 

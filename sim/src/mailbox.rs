@@ -52,9 +52,7 @@ impl<T> Sender<T> {
         }
         Ok(())
     }
-}
 
-impl<T> Sender<T> {
     /// The receiver waits on an empty queue: what is sent next is the
     /// next thing it takes.
     pub fn idle(&self) -> bool {
