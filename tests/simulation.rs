@@ -104,7 +104,7 @@ fn lost_unsynced_writes_break_exactly_once() {
         assert!(lost(&caught) && caught.not_applied.is_empty(), "{store:?}");
     }
     // A store that does not opt in runs without the fault, and says so.
-    let plain = idemsim_sim::Subject::store("plain", || Ok(Plain(idemsim_store::MemStore::new())));
+    let plain = idemsim_sim::Subject::store("plain", || Ok(Plain::waiting_ms(0)));
     let report = sweep(&SweepSpec { subject: plain, config, ..spec(Variant::Correct, StoreKind::Mem, 0..5) }, &|_| {});
     let report = report.unwrap();
     assert_eq!(report.seeds_failed, 0);
@@ -113,46 +113,77 @@ fn lost_unsynced_writes_break_exactly_once() {
     assert_eq!(*seeds, 5);
 }
 
-/// A store that keeps the default `durability()`: it does not opt in.
-struct Plain(idemsim_store::MemStore);
+/// A `MemStore` that keeps the default `durability()` (it does not opt
+/// in), answering each operation after `wait_ms` of simulated time (none
+/// when 0), as a store across a network does.
+struct Plain {
+    store: idemsim_store::MemStore,
+    wait_ms: u64,
+}
+
+impl Plain {
+    fn waiting_ms(wait_ms: u64) -> Plain {
+        Plain { store: idemsim_store::MemStore::new(), wait_ms }
+    }
+
+    async fn wait(&self) {
+        if self.wait_ms > 0 {
+            madsim::time::sleep(std::time::Duration::from_millis(self.wait_ms)).await;
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl idemsim_store::IdempotencyStore for Plain {
     fn name(&self) -> &str {
-        "plain"
+        match self.wait_ms {
+            0 => "plain",
+            _ => "slow",
+        }
     }
     async fn claim(&self, s: &Scope, f: &Fingerprint, now: SimTime, lease: u64) -> Result<Claim, StoreError> {
-        self.0.claim(s, f, now, lease).await
+        self.wait().await;
+        self.store.claim(s, f, now, lease).await
     }
     async fn take_over(&self, s: &Scope, a: Attempt, now: SimTime, lease: u64) -> Result<Takeover, StoreError> {
-        self.0.take_over(s, a, now, lease).await
+        self.wait().await;
+        self.store.take_over(s, a, now, lease).await
     }
     async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
-        self.0.write_recovery_point(s, a, p).await
+        self.wait().await;
+        self.store.write_recovery_point(s, a, p).await
     }
     async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
-        self.0.complete(s, a, c).await
+        self.wait().await;
+        self.store.complete(s, a, c).await
     }
     async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
-        self.0.release(s, a).await
+        self.wait().await;
+        self.store.release(s, a).await
     }
     async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
-        self.0.read(s).await
+        self.wait().await;
+        self.store.read(s).await
     }
     async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
-        self.0.effects(s).await
+        self.wait().await;
+        self.store.effects(s).await
     }
     async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
-        self.0.sweep(now, window_ms).await
+        self.wait().await;
+        self.store.sweep(now, window_ms).await
     }
     async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
-        self.0.stale_in_progress(now, limit).await
+        self.wait().await;
+        self.store.stale_in_progress(now, limit).await
     }
     async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.0.outbox_pending(limit).await
+        self.wait().await;
+        self.store.outbox_pending(limit).await
     }
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
-        self.0.outbox_mark_published(id).await
+        self.wait().await;
+        self.store.outbox_mark_published(id).await
     }
 }
 
@@ -194,71 +225,13 @@ fn a_site_bound_pause_strikes_at_the_site_not_at_its_time() {
 /// a hang nor a violation.
 #[test]
 fn a_store_that_waits_runs_clean_through_database_crashes() {
-    let slow = idemsim_sim::Subject::store("slow", || Ok(Slow(idemsim_store::MemStore::new())));
+    let slow = idemsim_sim::Subject::store("slow", || Ok(Plain::waiting_ms(2)));
     let profile = FaultProfile { db_crashes: 3, down_ms_max: 300, ..FaultProfile::calm() };
     let config = SimConfig { faults: FaultSettings::Pinned(profile), ..SimConfig::default() };
     let report = sweep(&SweepSpec { subject: slow, config, ..spec(Variant::Correct, StoreKind::Mem, 0..20) }, &|_| {});
     let report = report.unwrap();
     assert_eq!(report.seeds_failed, 0, "{:?}", report.failures.first().map(|f| (&f.error, &f.violations)));
     assert_eq!(report.fault_classes.get("db-crash"), Some(&20), "every seed crashes the database");
-}
-
-/// A `MemStore` behind a 2 ms wait of simulated time per operation.
-struct Slow(idemsim_store::MemStore);
-
-async fn wait() {
-    madsim::time::sleep(std::time::Duration::from_millis(2)).await;
-}
-
-#[async_trait::async_trait]
-impl idemsim_store::IdempotencyStore for Slow {
-    fn name(&self) -> &str {
-        "slow"
-    }
-    async fn claim(&self, s: &Scope, f: &Fingerprint, now: SimTime, lease: u64) -> Result<Claim, StoreError> {
-        wait().await;
-        self.0.claim(s, f, now, lease).await
-    }
-    async fn take_over(&self, s: &Scope, a: Attempt, now: SimTime, lease: u64) -> Result<Takeover, StoreError> {
-        wait().await;
-        self.0.take_over(s, a, now, lease).await
-    }
-    async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
-        wait().await;
-        self.0.write_recovery_point(s, a, p).await
-    }
-    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
-        wait().await;
-        self.0.complete(s, a, c).await
-    }
-    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
-        wait().await;
-        self.0.release(s, a).await
-    }
-    async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
-        wait().await;
-        self.0.read(s).await
-    }
-    async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
-        wait().await;
-        self.0.effects(s).await
-    }
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
-        wait().await;
-        self.0.sweep(now, window_ms).await
-    }
-    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
-        wait().await;
-        self.0.stale_in_progress(now, limit).await
-    }
-    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        wait().await;
-        self.0.outbox_pending(limit).await
-    }
-    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
-        wait().await;
-        self.0.outbox_mark_published(id).await
-    }
 }
 
 /// A store that never answers a read fails the run, naming the store and
