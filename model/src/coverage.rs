@@ -106,19 +106,19 @@ impl Coverage {
         let mut tracker = Tracker {
             index,
             window_ms: history.meta.expiry_window_ms,
-            begun: LookupSet::default(),
-            calling: Lookup::default(),
+            begun: crate::lookup::lookup_set(index.record_count()),
+            calling: crate::lookup::lookup(index.record_count()),
             holder: vec![None; index.record_count()],
-            committed_unanswered: LookupSet::default(),
-            executing: Lookup::default(),
-            completed: Lookup::default(),
+            committed_unanswered: crate::lookup::lookup_set(index.sends()),
+            executing: crate::lookup::lookup(index.record_count()),
+            completed: crate::lookup::lookup(index.record_count()),
         };
         let mut c = Coverage::default();
         for (i, entry) in history.entries.iter().enumerate() {
             tracker.observe(&mut c, i, entry);
         }
         c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
-        c.outcomes = crate::checker::Outcomes::of(history);
+        c.outcomes = crate::checker::Outcomes::of_ends(index.op_ends(history));
         c
     }
 }

@@ -9,3 +9,14 @@ pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::F
 
 /// A look-up-only set; see the module doc.
 pub(crate) type LookupSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
+
+/// An empty map with room for `capacity` keys: sized from the index's
+/// counts, a checker's map never grows (and rehashes) on the way.
+pub(crate) fn lookup<K, V>(capacity: usize) -> Lookup<K, V> {
+    Lookup::with_capacity_and_hasher(capacity, Default::default())
+}
+
+/// An empty set with room for `capacity` keys (see [`lookup`]).
+pub(crate) fn lookup_set<K>(capacity: usize) -> LookupSet<K> {
+    LookupSet::with_capacity_and_hasher(capacity, Default::default())
+}

@@ -24,7 +24,7 @@ struct Lifetime {
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut records: Vec<Lifetime> = vec![Lifetime::default(); index.record_count()];
     // The attempt each writer's execution of a record started with.
-    let mut held: Lookup<(&Origin, RecordId), Attempt> = Lookup::default();
+    let mut held: Lookup<(&Origin, RecordId), Attempt> = crate::lookup::lookup(index.sends());
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let Some(record) = index.record(i) else { continue };

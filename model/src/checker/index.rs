@@ -10,7 +10,7 @@
 use super::Lookup;
 use crate::fingerprint::{Fingerprint, FingerprintMemo};
 use crate::history::{Event, History, Origin};
-use crate::ids::{CallerId, DownstreamKey, OpId, RequestId, Scope};
+use crate::ids::{CallerId, DownstreamKey, IdempotencyKey, OpId, RequestId, Scope};
 use crate::request::Request;
 
 /// Which request each try was, so store and server events that name a
@@ -22,6 +22,8 @@ pub struct Index<'h> {
     /// The client scopes, numbered.
     scopes: Vec<Scope>,
     scope_ids: Lookup<(&'h str, &'h str), u32>,
+    /// `scope_ids` by the strings' addresses (see `attribute`).
+    scope_addresses: Lookup<(usize, usize), u32>,
     /// The fingerprints of the requests as the client sent them, numbered.
     fingerprints: Vec<Fingerprint>,
     /// The client scope of each entry that concerns a record (`NONE` for
@@ -31,6 +33,9 @@ pub struct Index<'h> {
     /// the others), numbered per history.
     records: Vec<u32>,
     record_ids: Lookup<&'h Scope, u32>,
+    /// How each operation ended, computed once for the checker of progress
+    /// and the coverage counters.
+    op_ends: std::cell::OnceCell<Vec<(OpId, super::progress::End)>>,
 }
 
 /// A record scope as the store keyed it, numbered per history: checkers
@@ -104,7 +109,7 @@ impl<'h> Index<'h> {
                 next
             });
             let scope = match &request.key {
-                Some(key) => index.scope_id(&request.caller.0, &key.0),
+                Some(key) => index.scope_id(&request.caller, key),
                 None => NONE,
             };
             index.sent.insert(*req, Sent { at: i, request, scope, fingerprint });
@@ -140,11 +145,17 @@ impl<'h> Index<'h> {
         self.fingerprints.iter().position(|f| f == fingerprint).map(|i| FingerprintId(i as u32))
     }
 
-    fn scope_id(&mut self, caller: &'h str, key: &'h str) -> u32 {
-        *self.scope_ids.entry((caller, key)).or_insert_with(|| {
-            self.scopes.push(Scope::new(caller, key));
+    fn scope_id(&mut self, caller: &'h CallerId, key: &'h IdempotencyKey) -> u32 {
+        let address = (caller.0.as_ptr() as usize, key.0.as_ptr() as usize);
+        if let Some(&id) = self.scope_addresses.get(&address) {
+            return id;
+        }
+        let id = *self.scope_ids.entry((&caller.0, &key.0)).or_insert_with(|| {
+            self.scopes.push(Scope { caller: caller.clone(), key: key.clone() });
             (self.scopes.len() - 1) as u32
-        })
+        });
+        self.scope_addresses.insert(address, id);
+        id
     }
 
     /// The request sent as `req`, and the index of its send.
@@ -201,6 +212,18 @@ impl<'h> Index<'h> {
         (id != NONE).then_some(RecordId(id))
     }
 
+    /// How each operation of `history` (the history this index was built
+    /// from) ended, in operation order.
+    pub(crate) fn op_ends(&self, history: &History) -> &[(OpId, super::progress::End)] {
+        self.op_ends.get_or_init(|| super::progress::ends(history))
+    }
+
+    /// How many distinct requests (`RequestId`s) were sent: a size for
+    /// the checkers' maps keyed by request or operation.
+    pub fn sends(&self) -> usize {
+        self.sent.len()
+    }
+
     /// How many records are numbered (ids are `0..record_count()`).
     pub fn record_count(&self) -> usize {
         self.record_ids.len()
@@ -215,13 +238,23 @@ impl<'h> Index<'h> {
         let mut record_ids = std::mem::take(&mut self.record_ids);
         record_ids.reserve(self.sent.len());
         let mut holder: Vec<u32> = Vec::new();
-        let mut called: Lookup<&'h DownstreamKey, u32> = Lookup::default();
+        let mut called: Lookup<&'h DownstreamKey, u32> = crate::lookup::lookup(self.sent.len());
         self.attributed = vec![NONE; history.entries.len()];
         self.records = vec![NONE; history.entries.len()];
+        // Most events share their scope's strings with the request's (a
+        // clone of a `Text` is the same allocation): numbering by the two
+        // addresses first spares hashing and comparing the strings. Equal
+        // addresses are equal strings (the history holds them all alive);
+        // equal strings at other addresses fall through to `record_ids`.
+        let mut by_address: Lookup<(usize, usize), u32> = crate::lookup::lookup(self.sent.len());
         for (i, entry) in history.entries.iter().enumerate() {
             let Some(record) = entry.event.scope() else { continue };
             let next = record_ids.len() as u32;
-            let record_id = *record_ids.entry(record).or_insert(next);
+            let address = (record.caller.0.as_ptr() as usize, record.key.0.as_ptr() as usize);
+            let record_id = match by_address.get(&address) {
+                Some(&id) => id,
+                None => *by_address.entry(address).or_insert(*record_ids.entry(record).or_insert(next)),
+            };
             if record_id == next {
                 holder.push(NONE);
             }
@@ -238,7 +271,7 @@ impl<'h> Index<'h> {
                 _ => by_request,
             }
             .or_else(|| Some(holder[record_id as usize]).filter(|&h| h != NONE))
-            .unwrap_or_else(|| self.scope_id(&record.caller.0, &record.key.0));
+            .unwrap_or_else(|| self.scope_id(&record.caller, &record.key));
             match &entry.event {
                 Event::Claimed { .. } | Event::TakenOver { .. } if by_request.is_some() => {
                     holder[record_id as usize] = id;

@@ -22,7 +22,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
 /// dependency already performed for caller A (the downstream key was not
 /// scoped by caller): B was told it was charged, with A's charge.
 fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
-    let mut effect_of: Lookup<&DownstreamKey, usize> = Lookup::default();
+    let mut effect_of: Lookup<&DownstreamKey, usize> = crate::lookup::lookup(index.record_count());
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
@@ -51,7 +51,7 @@ fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
 
 fn leaked_responses(history: &History, index: &Index) -> Vec<Violation> {
     // Inner maps in caller order: the first owner is the one reported.
-    let mut stored: Lookup<&StoredResponse, BTreeMap<&CallerId, usize>> = Lookup::default();
+    let mut stored: Lookup<&StoredResponse, BTreeMap<&CallerId, usize>> = crate::lookup::lookup(index.record_count());
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {

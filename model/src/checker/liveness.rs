@@ -29,7 +29,7 @@ fn transient(status: u16) -> bool {
 fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     // Effects per client scope and record lifetime (a sweep starts a new one).
     let mut lifetime: Vec<u32> = vec![0; index.scope_count()];
-    let mut effects: super::Lookup<(ScopeId, u32), usize> = super::Lookup::default();
+    let mut effects: super::Lookup<(ScopeId, u32), usize> = crate::lookup::lookup(index.scope_count());
     let mut stored: Vec<(usize, ScopeId, u32, u16)> = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let Some(client) = index.client_scope_id(i) else { continue };
@@ -77,7 +77,7 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
     // effect. A background completion stores for the request that created
     // the record.
     let mut stored_for: super::Lookup<&StoredResponse, BTreeSet<(ScopeId, Option<FingerprintId>)>> =
-        super::Lookup::default();
+        crate::lookup::lookup(index.record_count());
     let mut created_by: Vec<Option<FingerprintId>> = vec![None; index.record_count()];
     // A call that collapsed onto another caller's effect: isolation
     // reports it, so it does not count as a lost effect here.

@@ -99,7 +99,7 @@ impl Property {
                 out
             }
             Property::Isolation => isolation::check(history, index),
-            Property::RetryDiscipline => retry::check(history),
+            Property::RetryDiscipline => retry::check(history, index),
             Property::Expiry => expiry::check(history, index),
             Property::Outbox => outbox::check(history),
             Property::Progress => progress::check(history, index),

@@ -25,8 +25,8 @@ pub struct Outcomes {
 }
 
 /// How an operation ended.
-#[derive(Clone, Copy, PartialEq)]
-enum End {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum End {
     Pending,
     Acknowledged,
     GaveUp(usize),
@@ -35,9 +35,13 @@ enum End {
 impl Outcomes {
     /// Counts a history's operations.
     pub fn of(history: &History) -> Outcomes {
-        let ends = ends(history);
+        Outcomes::of_ends(&ends(history))
+    }
+
+    /// Counts operations from how each ended (see [`super::Index::op_ends`]).
+    pub(crate) fn of_ends(ends: &[(OpId, End)]) -> Outcomes {
         let mut o = Outcomes { operations: ends.len() as u64, ..Outcomes::default() };
-        for (_, end) in &ends {
+        for (_, end) in ends {
             match end {
                 End::Acknowledged => o.acknowledged += 1,
                 End::GaveUp(_) => o.gave_up += 1,
@@ -62,9 +66,9 @@ impl Outcomes {
 }
 
 /// How each operation ended, in operation order.
-fn ends(history: &History) -> Vec<(OpId, End)> {
+pub(super) fn ends(history: &History) -> Vec<(OpId, End)> {
     let mut ends: Vec<(OpId, End)> = Vec::new();
-    let mut slots: super::Lookup<OpId, usize> = super::Lookup::default();
+    let mut slots: super::Lookup<OpId, usize> = crate::lookup::lookup(history.entries.len() / 8);
     for (i, entry) in history.entries.iter().enumerate() {
         let op = match &entry.event {
             Event::RequestSent { req, .. } => req.op,
@@ -99,7 +103,7 @@ pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
     let heal = history.entries.iter().position(|e| matches!(e.event, Event::Phase { phase: Phase::Heal }));
     let Some(heal) = heal else { return Vec::new() };
     let (mut acknowledged, mut gave_up) = (0u64, Vec::new());
-    for (op, end) in ends(history) {
+    for &(op, end) in index.op_ends(history) {
         if index.first_send(op).is_none_or(|at| at < heal) {
             continue;
         }

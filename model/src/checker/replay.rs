@@ -11,7 +11,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Per record: the stored response of its current lifetime, and where.
     let mut stored: Vec<Option<(&StoredResponse, usize)>> = vec![None; index.record_count()];
     // The record each request copy last touched: its answer came from it.
-    let mut touched: Lookup<Origin, (RecordId, &Scope)> = Lookup::default();
+    let mut touched: Lookup<Origin, (RecordId, &Scope)> = crate::lookup::lookup(index.sends());
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         let record = index.record(i);

@@ -15,10 +15,10 @@ struct First<'h> {
     key: Option<&'h IdempotencyKey>,
 }
 
-pub(super) fn check(history: &History) -> Vec<Violation> {
+pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
     let policy = &history.meta.retry;
-    let mut first: Lookup<OpId, First> = Lookup::default();
-    let mut scheduled: Lookup<OpId, (usize, SimTime, u64)> = Lookup::default();
+    let mut first: Lookup<OpId, First> = crate::lookup::lookup(index.sends());
+    let mut scheduled: Lookup<OpId, (usize, SimTime, u64)> = crate::lookup::lookup(index.sends());
     let mut retry_after: Lookup<RequestId, (usize, u64)> = Lookup::default();
     let mut buckets: Lookup<NodeId, TokenBucket> = Lookup::default();
     let mut out = Vec::new();
@@ -163,7 +163,7 @@ mod tests {
     use crate::request::StoredResponse;
 
     fn check_story(s: &Story) -> Vec<Violation> {
-        check(&s.history)
+        check(&s.history, &crate::checker::Index::new(&s.history))
     }
 
     fn retry(s: &mut Story, r: RequestId, wait_ms: u64, cause: RetryCause) -> usize {

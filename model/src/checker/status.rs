@@ -20,13 +20,13 @@ enum Looked<'h> {
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Keyed by handling: a duplicate copy of one send is judged on its own.
-    let mut claims: Lookup<(RequestId, u32), (usize, Looked)> = Lookup::default();
-    let mut stored_by: Lookup<(RequestId, u32), usize> = Lookup::default();
+    let mut claims: Lookup<(RequestId, u32), (usize, Looked)> = crate::lookup::lookup(index.sends());
+    let mut stored_by: Lookup<(RequestId, u32), usize> = crate::lookup::lookup(index.sends());
     // The fingerprint the server computed for each copy: a protocol may
     // hash other fields than the canonical ones (`fingerprint_fields`), and
     // its records hold its own fingerprints. Whether it hashes the right
     // fields is judged by `answers.rs`, from the client's view.
-    let mut received: Lookup<(RequestId, u32), &crate::Fingerprint> = Lookup::default();
+    let mut received: Lookup<(RequestId, u32), &crate::Fingerprint> = crate::lookup::lookup(index.sends());
     let mut out = Vec::new();
     for (i, entry) in history.entries.iter().enumerate() {
         match &entry.event {
