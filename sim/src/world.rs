@@ -93,7 +93,7 @@ pub(crate) struct World {
     pub protocol: Arc<dyn crate::protocol::Protocol>,
     /// Creation time (true time) and completion of each live record, so a
     /// sweep can be recorded with the facts the expiry checker needs.
-    pub records: BTreeMap<Scope, (SimTime, bool)>,
+    pub records: Lookup<Scope, (SimTime, bool)>,
     /// The dependency's dedup table: downstream key to charge id.
     pub charges: BTreeMap<DownstreamKey, String>,
     /// Message ids the consumer has applied.
@@ -101,10 +101,12 @@ pub(crate) struct World {
     /// Each client's retry budget.
     pub buckets: BTreeMap<u32, TokenBucket>,
     /// Callers waiting for a reply, by call id: which node waits, and
-    /// where its reply goes.
-    pub calls: BTreeMap<crate::msg::CallId, (NodeId, CallWaiter)>,
-    /// Clients waiting for a response, by node and request.
-    pub responses: BTreeMap<(NodeId, RequestId), ResponseWaiter>,
+    /// where its reply goes. Looked up by key; where several go at once
+    /// (a crash, the end of the run) they go in key order
+    /// ([`World::forget_waiters`]), since dropping a waiter wakes its task.
+    pub calls: Lookup<crate::msg::CallId, (NodeId, CallWaiter)>,
+    /// Clients waiting for a response, by node and request (as `calls`).
+    pub responses: Lookup<(NodeId, RequestId), ResponseWaiter>,
     /// How many copies of each send servers have received.
     pub received: Lookup<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
@@ -119,7 +121,7 @@ pub(crate) struct World {
     /// Write-back durability is on and the store opted in to it.
     pub write_back: bool,
     /// The world's view of the records as of the last sync.
-    pub synced: Option<BTreeMap<Scope, (SimTime, bool)>>,
+    pub synced: Option<Lookup<Scope, (SimTime, bool)>>,
     /// Store writes since the last sync.
     pub unsynced_ops: u32,
     /// Key locks of the broken lock-based claims: the lock (a process's,
@@ -138,13 +140,23 @@ pub(crate) struct World {
 
 /// Whether `waiter` still waits for its answer.
 fn waits(
-    calls: &BTreeMap<crate::msg::CallId, (NodeId, CallWaiter)>,
-    responses: &BTreeMap<(NodeId, RequestId), ResponseWaiter>,
+    calls: &Lookup<crate::msg::CallId, (NodeId, CallWaiter)>,
+    responses: &Lookup<(NodeId, RequestId), ResponseWaiter>,
     waiter: Waiter,
 ) -> bool {
     match waiter {
         Waiter::Call(id) => calls.contains_key(&id),
         Waiter::Response(node, req) => responses.contains_key(&(node, req)),
+    }
+}
+
+/// Takes the entries of `table` that `goes` picks out and drops them in
+/// key order.
+fn drop_in_key_order<K: Ord + Copy + std::hash::Hash, V>(table: &mut Lookup<K, V>, goes: impl Fn(&K, &V) -> bool) {
+    let mut going: Vec<K> = table.iter().filter(|(k, v)| goes(k, v)).map(|(k, _)| *k).collect();
+    going.sort_unstable();
+    for key in going {
+        table.remove(&key);
     }
 }
 
@@ -416,10 +428,12 @@ impl World {
         }
     }
 
-    /// Forgets what a crashed node was waiting for.
+    /// Forgets what a crashed node was waiting for. Each dropped waiter
+    /// wakes its task, so they go in key order: the order of those wake-ups
+    /// is part of the run.
     pub fn forget_waiters(&mut self, node: NodeId) {
-        self.calls.retain(|_, (owner, _)| *owner != node);
-        self.responses.retain(|(n, _), _| *n != node);
+        drop_in_key_order(&mut self.calls, |_, (owner, _)| *owner == node);
+        drop_in_key_order(&mut self.responses, |(n, _), _| *n == node);
     }
 
     /// Drops every handle that a pending task could be waiting on, so the
@@ -430,8 +444,8 @@ impl World {
         self.wakeups = Default::default();
         self.relay_wake = None;
         self.store_ops_waiting.clear();
-        self.calls.clear();
-        self.responses.clear();
+        drop_in_key_order(&mut self.calls, |_, _| true);
+        drop_in_key_order(&mut self.responses, |_, _| true);
     }
 
     /// Ends the fault phase: repairs partitions, resumes and restarts nodes
