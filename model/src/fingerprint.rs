@@ -24,7 +24,7 @@ impl Fingerprint {
         match canonical_json(body) {
             Some(canonical) => {
                 hasher.update(b"json");
-                hasher.update(&canonical);
+                hasher.update(&*canonical);
             }
             None => {
                 hasher.update(b"raw");
@@ -74,8 +74,18 @@ impl FingerprintMemo {
     }
 }
 
-/// The canonical text of a JSON body, or `None` when it is not JSON.
-fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
+/// The canonical text of a JSON body, or `None` when it is not JSON: the
+/// body itself when it is canonical already (checked without building a
+/// value, see [`crate::canonical`]), else written from its parsed value.
+fn canonical_json(body: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if crate::canonical::is_canonical(body) {
+        return Some(std::borrow::Cow::Borrowed(body));
+    }
+    parse_canonical(body).map(std::borrow::Cow::Owned)
+}
+
+/// The canonical text of a JSON body by parsing and writing it again.
+fn parse_canonical(body: &[u8]) -> Option<Vec<u8>> {
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
     let mut out = Vec::with_capacity(body.len());
     write_canonical(&value, &mut out);
@@ -140,14 +150,14 @@ mod tests {
         let a = Fingerprint::of("POST", "/x", br#"{"o":{"b":[1,{"d":1,"c":2}],"a":null}}"#);
         let b = Fingerprint::of("POST", "/x", br#"{ "o" : { "a":null, "b":[1,{"c":2,"d":1}] } }"#);
         assert_eq!(a, b);
-        assert_eq!(canonical_json(br#"{"b":1,"a":[true]}"#).unwrap(), br#"{"a":[true],"b":1}"#);
+        assert_eq!(&*canonical_json(br#"{"b":1,"a":[true]}"#).unwrap(), br#"{"a":[true],"b":1}"#);
     }
 
     #[test]
     fn strings_and_numbers_are_written_as_serde_json_writes_them() {
         let body = br#"{"z\"q":"tab\tand \u00e9 \/","n":-1.5e3,"i":18446744073709551615,"t":[null,false]}"#;
         let want = r#"{"i":18446744073709551615,"n":-1500.0,"t":[null,false],"z\"q":"tab\tand é /"}"#;
-        assert_eq!(String::from_utf8(canonical_json(body).unwrap()).unwrap(), want);
+        assert_eq!(String::from_utf8(canonical_json(body).unwrap().into_owned()).unwrap(), want);
         let value: serde_json::Value = serde_json::from_slice(body).unwrap();
         assert_eq!(value["z\"q"].to_string(), r#""tab\tand é /""#, "as Value's Display writes it");
     }
@@ -189,5 +199,68 @@ mod tests {
             }
         }
         assert_eq!(memo.by_body.len(), 2);
+    }
+
+    /// A JSON value from a small alphabet of keys and scalars, so that
+    /// objects share keys and bodies hit the fast path's edge cases.
+    fn json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "[a-c\u{e9}\"\\\\/ \t]{0,3}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(("[a-c]{0,2}", inner), 0..4)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Whether `value` holds only what the fast path takes: integers,
+    /// booleans, nulls, and strings of printable ASCII that need no escape.
+    fn plain(value: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        let plain_text = |s: &str| s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+        match value {
+            Value::Number(n) => !n.is_f64(),
+            Value::String(s) => plain_text(s),
+            Value::Array(items) => items.iter().all(plain),
+            Value::Object(map) => map.iter().all(|(k, v)| plain_text(k) && plain(v)),
+            Value::Null | Value::Bool(_) => true,
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast path never changes a fingerprint: whatever it takes for
+        /// canonical is what the full parse writes back.
+        #[test]
+        fn the_fast_path_agrees_with_the_full_parse(value in json(), cut in 0usize..64, byte in proptest::prelude::any::<u8>()) {
+            let compact = serde_json::to_vec(&value).unwrap();
+            let canonical = parse_canonical(&compact).unwrap();
+            // The fast path takes exactly the canonical texts of plain values.
+            proptest::prop_assert_eq!(crate::canonical::is_canonical(&canonical), plain(&value), "{}", String::from_utf8_lossy(&canonical));
+            // Written by serde_json's serializer, in whatever key order it kept.
+            let written = [compact, canonical.clone()];
+            // And a corrupted copy: one byte changed, or the text cut short.
+            let mut broken = canonical.clone();
+            match cut < broken.len() {
+                true => broken[cut] = byte,
+                false => broken.truncate(cut % (broken.len() + 1)),
+            }
+            for body in [&written[0][..], &written[1][..], &broken[..]] {
+                if crate::canonical::is_canonical(body) {
+                    let written_back = parse_canonical(body);
+                    proptest::prop_assert_eq!(written_back.as_deref(), Some(body));
+                }
+                proptest::prop_assert_eq!(canonical_json(body).map(|c| c.into_owned()), parse_canonical(body));
+            }
+        }
     }
 }

@@ -31,6 +31,7 @@
 //! ```
 
 mod bytes;
+mod canonical;
 pub mod checker;
 pub mod coverage;
 mod decision;
