@@ -2,7 +2,7 @@
 
 use crate::config::{Mix, SimConfig};
 use crate::rng::{between, SimRng};
-use idemsim_model::{Bytes, CallerId, IdempotencyKey, OpId, Request};
+use idemsim_model::{Bytes, CallerId, IdempotencyKey, OpId, Request, Text};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -58,14 +58,22 @@ const PATHS: [&str; 3] = ["/orders", "/charges", "/checkout"];
 /// Draws the workload of a run.
 pub fn draw(config: &SimConfig, rng: &mut SimRng) -> Vec<Operation> {
     let w = &config.workload;
-    let mut gen = Gen { config, rng, ops: Vec::new(), creates: Vec::new() };
+    let texts = Texts {
+        post: "POST".into(),
+        paths: PATHS.map(Text::from),
+        callers: config.topology.callers.iter().map(|c| Text::from(c.as_str())).collect(),
+    };
+    let capacity = w.requests as usize + 1;
+    let mut gen = Gen { config, rng, texts, ops: Vec::with_capacity(capacity), creates: Vec::with_capacity(capacity) };
     while gen.ops.len() < w.requests as usize {
         let start_ms = between(gen.rng, 0, w.spread_ms);
         let kind = pick_kind(&w.mix, gen.rng);
         gen.push_kind(kind, start_ms);
     }
     gen.ops.truncate(w.requests as usize);
-    gen.ops.sort_by_key(|o| (o.start_ms, o.op));
+    // Operation ids are unique, so no two keys tie: an unstable sort gives
+    // the stable sort's order.
+    gen.ops.sort_unstable_by_key(|o| (o.start_ms, o.op));
     gen.ops
 }
 
@@ -97,9 +105,17 @@ fn pick_kind(mix: &Mix, rng: &mut SimRng) -> (OpKind, usize) {
 struct Gen<'a> {
     config: &'a SimConfig,
     rng: &'a mut SimRng,
+    /// The method, paths and callers, made once and shared by every request.
+    texts: Texts,
     ops: Vec<Operation>,
     /// Indices of `Create` operations, which the derived kinds refer to.
     creates: Vec<usize>,
+}
+
+struct Texts {
+    post: Text,
+    paths: [Text; 3],
+    callers: Vec<Text>,
 }
 
 impl Gen<'_> {
@@ -121,12 +137,12 @@ impl Gen<'_> {
             }
             (OpKind::MissingKey, Some(_)) => {
                 let client = self.client();
-                let request = Request { key: None, ..self.request(client, PATHS[0]) };
+                let request = Request { key: None, ..self.request(client, 0) };
                 self.push(client, start_ms, OpKind::MissingKey, request);
             }
             (OpKind::Invalid, Some(_)) => {
                 let client = self.client();
-                let valid = self.request(client, PATHS[0]);
+                let valid = self.request(client, 0);
                 let invalid = Request { body: Bytes::text(r#"{"amount":-5}"#), ..valid.clone() };
                 self.push(client, start_ms, OpKind::Invalid, invalid);
                 let later = start_ms + between(self.rng, 500, 3_000);
@@ -135,7 +151,7 @@ impl Gen<'_> {
             (OpKind::OtherEndpoint, Some(b)) => {
                 let base = self.ops[b].clone();
                 let at = PATHS.iter().position(|p| base.request.path == *p).unwrap_or(0);
-                let path = PATHS[(at + self.rng.gen_range(1..PATHS.len())) % PATHS.len()].into();
+                let path = self.texts.paths[(at + self.rng.gen_range(1..PATHS.len())) % PATHS.len()].clone();
                 let start = base.start_ms + between(self.rng, 0, 2_000);
                 self.push(base.client, start, OpKind::OtherEndpoint, Request { path, ..base.request });
             }
@@ -155,7 +171,7 @@ impl Gen<'_> {
                 let base = self.ops[b].clone();
                 let callers = &self.config.topology.callers;
                 let at = callers.iter().position(|c| *c == base.request.caller.0).unwrap_or(0);
-                let caller = CallerId(callers[(at + 1) % callers.len()].as_str().into());
+                let caller = CallerId(self.texts.callers[(at + 1) % callers.len()].clone());
                 let start = base.start_ms + between(self.rng, 0, 500);
                 let client = self.other_client(base.client);
                 self.push(client, start, OpKind::TenantCollision, Request { caller, ..base.request });
@@ -165,7 +181,7 @@ impl Gen<'_> {
 
     fn create(&mut self, path: usize, start_ms: u64) {
         let client = self.client();
-        let request = self.request(client, PATHS[path]);
+        let request = self.request(client, path);
         self.creates.push(self.ops.len());
         self.push(client, start_ms, OpKind::Create, request);
     }
@@ -187,17 +203,35 @@ impl Gen<'_> {
         (not + self.rng.gen_range(1..n)) % n
     }
 
-    fn request(&mut self, client: u32, path: &str) -> Request {
-        let callers = &self.config.topology.callers;
-        let caller = CallerId(callers[client as usize % callers.len()].as_str().into());
-        let key = IdempotencyKey(format!("{:08x}-{}", self.rng.gen::<u32>(), self.ops.len() + 1).into());
+    fn request(&mut self, client: u32, path: usize) -> Request {
+        let callers = &self.texts.callers;
+        let caller = CallerId(callers[client as usize % callers.len()].clone());
+        let key = IdempotencyKey(key_text(self.rng.gen::<u32>(), self.ops.len() + 1).into());
         let amount = between(self.rng, 1, 999);
-        Request { caller, key: Some(key), method: "POST".into(), path: path.into(), body: self.body(amount) }
+        let (method, path) = (self.texts.post.clone(), self.texts.paths[path].clone());
+        Request { caller, key: Some(key), method, path, body: self.body(amount) }
     }
 
     fn body(&mut self, amount: u64) -> Bytes {
-        Bytes(format!(r#"{{"amount":{amount},"currency":"eur"}}"#).into_bytes())
+        let mut body = Vec::with_capacity(40);
+        body.extend_from_slice(br#"{"amount":"#);
+        body.extend_from_slice(amount.to_string().as_bytes());
+        body.extend_from_slice(br#","currency":"eur"}"#);
+        Bytes(body)
     }
+}
+
+/// A drawn key: eight hex digits of `draw`, a dash, the operation's number
+/// (`format!("{draw:08x}-{n}")`, without the formatting machinery).
+fn key_text(draw: u32, n: usize) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut key = String::with_capacity(16);
+    for shift in (0..8).rev() {
+        key.push(char::from(HEX[(draw >> (shift * 4)) as usize & 0xf]));
+    }
+    key.push('-');
+    key.push_str(&n.to_string());
+    key
 }
 
 impl Operation {
@@ -212,6 +246,13 @@ pub use crate::protocol::execution::amount_of;
 mod tests {
     use super::*;
     use crate::rng::{stream, Stream};
+
+    #[test]
+    fn keys_are_eight_hex_digits_and_the_operation_number() {
+        for (draw, n) in [(0, 1), (0xdead_beef, 42), (u32::MAX, 1_000_000), (0x0a0b_0c0d, 7)] {
+            assert_eq!(key_text(draw, n), format!("{draw:08x}-{n}"));
+        }
+    }
 
     #[test]
     fn the_workload_is_seeded_sized_and_sorted() {
