@@ -169,9 +169,9 @@ impl Gen<'_> {
             }
             (OpKind::TenantCollision, Some(b)) => {
                 let base = self.ops[b].clone();
-                let callers = &self.config.topology.callers;
+                let callers = &self.texts.callers;
                 let at = callers.iter().position(|c| *c == base.request.caller.0).unwrap_or(0);
-                let caller = CallerId(self.texts.callers[(at + 1) % callers.len()].clone());
+                let caller = CallerId(callers[(at + 1) % callers.len()].clone());
                 let start = base.start_ms + between(self.rng, 0, 500);
                 let client = self.other_client(base.client);
                 self.push(client, start, OpKind::TenantCollision, Request { caller, ..base.request });
