@@ -573,10 +573,19 @@ impl History {
     /// Appends an event. Time never runs backwards in a history.
     #[inline]
     pub fn push(&mut self, at: SimTime, node: NodeId, event: Event) {
-        if let Some(last) = self.entries.last() {
-            assert!(last.at <= at, "history time went backwards: {} after {}", at, last.at);
-        }
+        self.assert_next_at(at);
         self.entries.push(Entry { at, node, event });
+    }
+
+    /// Panics if an event at `at` would make time run backwards: the check
+    /// of [`History::push`], for a caller that pushes to `entries` itself
+    /// (and so spares its event a copy).
+    #[inline]
+    pub fn assert_next_at(&self, at: SimTime) {
+        let last_at = self.entries.last().map_or(SimTime(0), |last| last.at);
+        if last_at > at {
+            time_went_backwards(last_at, at);
+        }
     }
 
     /// When the heal phase began, if it did.
@@ -599,6 +608,14 @@ impl History {
         }
         map
     }
+}
+
+/// The assertion of [`History::push`], out of line: a panic path inline
+/// made every push copy its event once more, to drop it on unwinding.
+#[cold]
+#[inline(never)]
+fn time_went_backwards(last_at: SimTime, at: SimTime) -> ! {
+    panic!("history time went backwards: {at} after {last_at}")
 }
 
 #[cfg(test)]

@@ -20,8 +20,9 @@ pub(crate) async fn sweeper(node: Rc<Node>) {
 }
 
 /// The relay's message handler: a notification wakes the relay.
-pub(crate) fn handle_relay(node: &Node, msg: crate::msg::Msg) {
-    if let crate::msg::Msg::Notify = msg {
+#[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
+pub(crate) fn handle_relay(node: &Node, msg: Box<crate::msg::Msg>) {
+    if let crate::msg::Msg::Notify = *msg {
         node.sim.with(|w| w.relay_wake.as_ref().map(|tx| tx.unbounded_send(())));
     }
 }

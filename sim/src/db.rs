@@ -20,7 +20,32 @@ use std::task::{Context, Poll};
 pub const STORE_ANSWER_MAX_MS: u64 = 10_000;
 
 /// A store operation, polled once, that waits for its store.
-type Applying = Pin<Box<dyn Future<Output = (StoreOp, StoreReply)> + Send>>;
+type Applying = Pin<Box<dyn Future<Output = (StoreCall, StoreReply)> + Send>>;
+
+/// A store call, still in the message it came in: the operation is read
+/// where it arrived instead of being moved out (an operation is large).
+struct StoreCall(Box<Msg>);
+
+impl StoreCall {
+    fn new(msg: Box<Msg>) -> Option<StoreCall> {
+        matches!(&*msg, Msg::Call { body: CallBody::Store(_), .. }).then_some(StoreCall(msg))
+    }
+
+    fn op(&self) -> &StoreOp {
+        match &*self.0 {
+            Msg::Call { body: CallBody::Store(op), .. } => op,
+            _ => unreachable!("a StoreCall holds a store call"),
+        }
+    }
+
+    /// The call's id, caller and origin.
+    fn header(&self) -> (crate::msg::CallId, NodeId, Origin) {
+        match &*self.0 {
+            Msg::Call { id, from, origin, .. } => (*id, *from, *origin),
+            _ => unreachable!("a StoreCall holds a store call"),
+        }
+    }
+}
 
 /// A store operation that must wait for its store, until the database
 /// node's receive loop gives it a task.
@@ -39,30 +64,32 @@ pub(crate) struct Waiting {
 /// on the database node (so that a crash of the database takes it too),
 /// which only the node's receive loop can spawn: it is handed over, and
 /// fails the run if it is still waiting after [`STORE_ANSWER_MAX_MS`].
-pub(crate) fn handle(node: &Node, msg: Msg) {
-    match msg {
-        Msg::Call { id, from, origin, body: CallBody::Store(op) } => apply(node, id, from, origin, op),
-        Msg::StoreOpsWaiting => wait_for_store(node),
-        _ => {}
+pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
+    if let Msg::StoreOpsWaiting = &*msg {
+        return wait_for_store(node);
+    }
+    if let Some(call) = StoreCall::new(msg) {
+        apply(node, call);
     }
 }
 
-fn apply(node: &Node, id: crate::msg::CallId, from: NodeId, origin: Origin, op: StoreOp) {
-    let (store, sim, op_name) = (node.sim.with(|w| w.store.clone()), node.sim.clone(), op.name());
+fn apply(node: &Node, call: StoreCall) {
+    let (id, from, origin) = call.header();
+    let (store, sim, op_name) = (node.sim.with(|w| w.store.clone()), node.sim.clone(), call.op().name());
     let mut applying: Applying = Box::pin(async move {
-        let reply = guarded(&sim, &*store, &op).await;
-        (op, reply)
+        let reply = guarded(&sim, &*store, call.op()).await;
+        (call, reply)
     });
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    if let Poll::Ready((op, reply)) = applying.as_mut().poll(&mut cx) {
-        return finish(node, from, id, origin, &op, reply);
+    if let Poll::Ready((call, reply)) = applying.as_mut().poll(&mut cx) {
+        return finish(node, from, id, origin, call.op(), reply);
     }
     node.sim.with(|w| {
         w.store_calls_waiting += 1;
         w.store_ops_waiting.push(Waiting { id, from, origin, op_name, applying });
         // The database is up (it is running this), so its mailbox is there.
         if let Some(mailbox) = w.nodes.get(&NodeId::Db).and_then(|n| n.mailbox.as_ref()) {
-            let _ = mailbox.send(Msg::StoreOpsWaiting);
+            let _ = mailbox.send(Box::new(Msg::StoreOpsWaiting));
         }
     });
 }
@@ -76,7 +103,7 @@ fn wait_for_store(node: &Node) {
             let answered = crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
             node.sim.with(|w| w.store_calls_waiting -= 1);
             match answered {
-                Some((op, reply)) => finish(&node, from, id, origin, &op, reply),
+                Some((call, reply)) => finish(&node, from, id, origin, call.op(), reply),
                 None => node.sim.with(|w| {
                     let why = format!(
                         "store '{}' did not answer {op_name} within {} s of simulated time (it hangs)",
@@ -140,7 +167,7 @@ impl World {
             (StoreOp::Complete { completion, .. }, StoreReply::Write(WriteOutcome::Applied))
                 if !completion.outbox.is_empty() =>
             {
-                self.send(NodeId::Db, NodeId::Relay, crate::msg::Msg::Notify);
+                self.send(NodeId::Db, NodeId::Relay, Box::new(crate::msg::Msg::Notify));
             }
             (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
                 let as_of = self.node_time(NodeId::Sweeper, self.now());

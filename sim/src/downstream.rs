@@ -7,8 +7,11 @@ use idemsim_model::{Event, NodeId};
 
 /// The dependency: performs an effect for each new downstream key, and
 /// answers a repeated key with the original charge.
-pub(crate) fn handle_dependency(node: &Node, msg: Msg) {
-    let Msg::Call { id, from, origin, body: CallBody::Charge { scope, attempt, downstream_key } } = msg else { return };
+#[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
+pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
+    let Msg::Call { id, from, origin, body: CallBody::Charge { scope, attempt, downstream_key } } = *msg else {
+        return;
+    };
     let charge_id = node.sim.with(|w| {
         let called = Event::DownstreamCalled {
             by: origin,
@@ -30,8 +33,9 @@ pub(crate) fn handle_dependency(node: &Node, msg: Msg) {
 }
 
 /// The consumer: applies each message once, acknowledges every delivery.
-pub(crate) fn handle_consumer(node: &Node, msg: Msg) {
-    let Msg::Call { id, from, body: CallBody::Publish { entry }, .. } = msg else { return };
+#[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
+pub(crate) fn handle_consumer(node: &Node, msg: Box<Msg>) {
+    let Msg::Call { id, from, body: CallBody::Publish { entry }, .. } = *msg else { return };
     node.sim.with(|w| {
         let applied = w.consumed.insert(entry.message.id.clone());
         w.record(NodeId::Consumer, Event::MessageConsumed { id: entry.message.id, scope: entry.scope, applied });

@@ -272,9 +272,9 @@ impl ClientEnv for SimClient {
     }
 
     async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
-        let msg = Msg::Request { req, request };
-        match self.node.request(to, req, msg, self.config.protocol.retry.timeout_ms).await {
-            Some(Msg::Response { reply, .. }) => Some(reply),
+        let msg = Box::new(Msg::Request { req, request });
+        match *self.node.request(to, req, msg, self.config.protocol.retry.timeout_ms).await? {
+            Msg::Response { reply, .. } => Some(reply),
             _ => None,
         }
     }

@@ -51,7 +51,7 @@ impl std::future::Future for Woken {
 fn apply(sim: &Sim, action: Action) {
     match action {
         Action::Deliver { from, to, msg } => {
-            if let Some((handle, msg)) = sim.with(|w| w.deliver(from, to, *msg)) {
+            if let Some((handle, msg)) = sim.with(|w| w.deliver(from, to, msg)) {
                 handle(&Node { id: to, sim: sim.clone() }, msg);
             }
         }

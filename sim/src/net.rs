@@ -19,13 +19,16 @@ use idemsim_model::{Event, NodeId};
 
 impl Sim {
     /// Sends a message. It may be dropped, delayed or duplicated.
-    pub fn send(&self, from: NodeId, to: NodeId, msg: Msg) {
+    pub fn send(&self, from: NodeId, to: NodeId, msg: Box<Msg>) {
         self.with(|w| w.send(from, to, msg));
     }
 }
 
 impl World {
-    pub fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+    /// The message comes boxed and stays in its box until its handler
+    /// takes it apart: a message is large, and moving it by value through
+    /// every step of its way cost a copy at each.
+    pub fn send(&mut self, from: NodeId, to: NodeId, msg: Box<Msg>) {
         self.step();
         let now = self.now().0;
         if self.nodes.get(&from).is_some_and(|n| n.cut_out) {
@@ -45,11 +48,11 @@ impl World {
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
             self.messages += 1;
-            self.schedule_at_from(now, now + delay, Action::Deliver { from, to: copy_to, msg: Box::new(msg.clone()) });
+            self.schedule_at_from(now, now + delay, Action::Deliver { from, to: copy_to, msg: msg.clone() });
         }
         let delay = net.between(key, 5, lo, hi);
         self.messages += 1;
-        self.schedule_at_from(now, now + delay, Action::Deliver { from, to, msg: Box::new(msg) });
+        self.schedule_at_from(now, now + delay, Action::Deliver { from, to, msg });
     }
 
     /// A duplicated client request may reach another server (a load
@@ -66,7 +69,7 @@ impl World {
     /// A message whose handler runs at once, for a node whose receive loop
     /// would take it next, comes back with the handler instead, for the
     /// caller to run outside the world's lock ([`crate::node::Handling`]).
-    pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg) -> Option<(Handler, Msg)> {
+    pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Box<Msg>) -> Option<(Handler, Box<Msg>)> {
         let Some(node) = self.nodes.get(&to) else {
             self.dropped(from, to, &msg, "no such node");
             return None;
@@ -83,7 +86,7 @@ impl World {
             // A reply goes straight to its waiting caller, as the receive
             // loop would hand it on (a paused node's replies wait in its
             // mailbox with everything else until it resumes).
-            match msg {
+            match *msg {
                 Msg::Reply { id, body } => {
                     self.answer_call(id, body);
                     return None;

@@ -21,7 +21,7 @@ pub(crate) struct Node {
 }
 
 /// Handles the messages that are not replies.
-pub(crate) type Handler = fn(&Node, Msg);
+pub(crate) type Handler = fn(&Node, Box<Msg>);
 
 /// A node's handler, and where it may run.
 #[derive(Clone, Copy)]
@@ -53,40 +53,50 @@ impl Node {
         node
     }
 
-    async fn receive(node: Rc<Node>, mut rx: Receiver<Msg>, handle: Handler) {
+    async fn receive(node: Rc<Node>, mut rx: Receiver<Box<Msg>>, handle: Handler) {
         while let Some(msg) = rx.recv().await {
-            match msg {
+            match *msg {
                 Msg::Reply { id, body } => node.sim.with(|w| w.answer_call(id, body)),
                 Msg::Response { req, .. } => node.sim.with(|w| w.answer_request(node.id, req, msg)),
-                other => handle(&node, other),
+                _ => handle(&node, msg),
             }
         }
     }
 
-    /// Calls `to` and waits for the reply, or `None` after `timeout_ms`.
-    pub async fn call(&self, to: NodeId, origin: Origin, body: CallBody, timeout_ms: u64) -> Option<ReplyBody> {
+    /// Calls `to` now, and waits for the reply, or `None` after
+    /// `timeout_ms`. The call goes out when this is called, not when the
+    /// wait is first polled (every caller awaits it at once): the body is
+    /// then boxed into its message where it stands, not first moved into
+    /// a future's state.
+    pub fn call(
+        &self,
+        to: NodeId,
+        origin: Origin,
+        body: CallBody,
+        timeout_ms: u64,
+    ) -> impl std::future::Future<Output = Option<ReplyBody>> + use<> {
         let (tx, rx) = oneshot::channel();
         // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
         // (and its reply's) do not depend on how many calls came before.
         // One step: register, send, and set the deadline.
-        self.sim.with(|w| {
-            let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
-            let mut id = w.fresh_key(what);
-            while w.calls.contains_key(&id) {
-                id = crate::rng::key(&[id]);
-            }
-            w.calls.insert(id, (self.id, tx));
-            w.send(self.id, to, Msg::Call { id, from: self.id, origin, body });
-            w.expire_after(timeout_ms, Waiter::Call(id));
-        });
+        let mut w = self.sim.lock();
+        let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
+        let mut id = w.fresh_key(what);
+        while w.calls.contains_key(&id) {
+            id = crate::rng::key(&[id]);
+        }
+        w.calls.insert(id, (self.id, tx));
+        w.send(self.id, to, Box::new(Msg::Call { id, from: self.id, origin, body }));
+        w.expire_after(timeout_ms, Waiter::Call(id));
+        drop(w);
         // Whatever ended the wait (a reply, the deadline, a crash, the end
         // of the run) took the call out of the world's table: call ids are
         // unique, so nothing is left to expire here.
-        rx.await.ok()
+        async move { rx.await.ok() }
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
-    pub async fn request(&self, to: NodeId, req: RequestId, msg: Msg, timeout_ms: u64) -> Option<Msg> {
+    pub async fn request(&self, to: NodeId, req: RequestId, msg: Box<Msg>, timeout_ms: u64) -> Option<Box<Msg>> {
         let (tx, rx) = oneshot::channel();
         self.sim.with(|w| {
             w.responses.insert((self.id, req), tx);
@@ -100,7 +110,7 @@ impl Node {
 
     /// Answers a call.
     pub fn reply(&self, to: NodeId, id: CallId, body: ReplyBody) {
-        self.sim.send(self.id, to, Msg::Reply { id, body });
+        self.sim.send(self.id, to, Box::new(Msg::Reply { id, body }));
     }
 
     /// This node's clock.

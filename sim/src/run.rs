@@ -506,7 +506,7 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
     }
 }
 
-fn ignore(_: &Node, _: crate::msg::Msg) {}
+fn ignore(_: &Node, _: Box<crate::msg::Msg>) {}
 
 async fn play(sim: Sim, id: NodeId, role: Role) {
     let (handle, at_once): (crate::node::Handler, bool) = match role {

@@ -8,8 +8,9 @@ use crate::node::Node;
 use idemsim_model::history::Origin;
 
 /// The server's message handler: each request gets its own task.
-pub(crate) fn handle(node: &Node, msg: Msg) {
-    let Msg::Request { req, request } = msg else { return };
+#[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
+pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
+    let Msg::Request { req, request } = *msg else { return };
     let node = node.clone();
     madsim::task::spawn_local(async move {
         let (copy, fingerprint, protocol) = node.sim.with(|w| {
@@ -25,6 +26,6 @@ pub(crate) fn handle(node: &Node, msg: Msg) {
             return;
         };
         let client = node.sim.with(|w| w.client_of(req));
-        node.sim.send(node.id, client, Msg::Response { req, reply });
+        node.sim.send(node.id, client, Box::new(Msg::Response { req, reply }));
     });
 }

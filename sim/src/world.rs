@@ -54,7 +54,7 @@ pub(crate) struct NodeState {
     pub madsim: Option<madsim::runtime::NodeHandle>,
     pub up: bool,
     pub paused: bool,
-    pub mailbox: Option<crate::mailbox::Sender<Msg>>,
+    pub mailbox: Option<crate::mailbox::Sender<Box<Msg>>>,
     /// The node's handler, when it may run at delivery
     /// ([`crate::node::Handling::at_once`]).
     pub at_once: Option<crate::node::Handler>,
@@ -161,7 +161,7 @@ fn drop_in_key_order<K: Ord + Copy + std::hash::Hash, V>(table: &mut Lookup<K, V
 }
 
 type CallWaiter = oneshot::Sender<crate::msg::ReplyBody>;
-type ResponseWaiter = oneshot::Sender<Msg>;
+type ResponseWaiter = oneshot::Sender<Box<Msg>>;
 
 /// A cheap, cloneable handle on the world.
 #[derive(Clone)]
@@ -264,7 +264,9 @@ impl Sim {
     /// Appends an event at the current true time.
     #[inline]
     pub fn record(&self, node: NodeId, event: Event) {
-        self.with(|w| w.record(node, event));
+        // Not through `with`: a closure that owns the event is one more
+        // copy of it, and an event is large.
+        self.lock().record(node, event);
     }
 
     /// The clock of `node`: true time plus its offset and drift.
@@ -274,12 +276,29 @@ impl Sim {
 }
 
 impl World {
-    #[inline]
+    /// Appends an event at the current true time. Inlined into its callers
+    /// (the event then goes straight from where it was made into the
+    /// history), with the debug log out of line.
+    #[inline(always)]
     pub fn record(&mut self, node: NodeId, event: Event) {
         self.step();
         let at = self.now();
-        tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&event));
-        self.history.push(at, node, event);
+        // `History::push`, spelled out: through the call, the event was
+        // copied twice more on its way into the history (an event is large).
+        self.history.assert_next_at(at);
+        self.history.entries.push(idemsim_model::history::Entry { at, node, event });
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            self.log_last();
+        }
+    }
+
+    /// Logs the last event recorded (`RUST_LOG=idemsim=debug`).
+    #[inline(never)]
+    fn log_last(&self) {
+        if let Some(entry) = self.history.entries.last() {
+            let (node, at) = (entry.node, entry.at);
+            tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&entry.event));
+        }
     }
 
     /// `base` made unique within the run: its n-th use gives the n-th key.
@@ -422,7 +441,7 @@ impl World {
     }
 
     /// Hands a response to the client waiting for it, if it still waits.
-    pub fn answer_request(&mut self, client: NodeId, req: idemsim_model::RequestId, response: Msg) {
+    pub fn answer_request(&mut self, client: NodeId, req: idemsim_model::RequestId, response: Box<Msg>) {
         if let Some(waiter) = self.responses.remove(&(client, req)) {
             let _ = waiter.send(response);
         }
