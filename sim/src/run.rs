@@ -322,7 +322,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         servers: Keyed::new(seed, Stream::Servers),
         // Every message and call takes a key: sized for a run's worth, as
         // growing it step by step costs more than the run's look-ups.
-        occurrences: crate::world::Lookup::with_capacity_and_hasher(ops.len() * 32, Default::default()),
+        occurrences: crate::world::Prehashed::with_capacity_and_hasher(ops.len() * 32, Default::default()),
         messages: 0,
         faults_on: true,
         nodes: Default::default(),

@@ -22,6 +22,29 @@ use std::sync::Arc;
 /// looked up by key, never iterated: no hash order can reach a run.
 pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
+/// A [`Lookup`] keyed by numbers that are hashes already (keyed-draw keys
+/// and call ids are SplitMix64 outputs, uniform over `u64`): the key is its
+/// own hash. Never iterated either, except in key order.
+pub(crate) type Prehashed<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<PassThrough>>;
+
+/// The hasher of [`Prehashed`]: a `u64` key passes through.
+#[derive(Default)]
+pub(crate) struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("a Prehashed map is keyed by u64")
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// A timed action run by the agenda task on the world node.
 #[derive(Debug)]
 pub(crate) enum Action {
@@ -75,7 +98,7 @@ pub(crate) struct World {
     pub clients: Keyed,
     pub servers: Keyed,
     /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
-    pub occurrences: Lookup<u64, u32>,
+    pub occurrences: Prehashed<u32>,
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
     pub faults_on: bool,
@@ -104,7 +127,7 @@ pub(crate) struct World {
     /// where its reply goes. Looked up by key; where several go at once
     /// (a crash, the end of the run) they go in key order
     /// ([`World::forget_waiters`]), since dropping a waiter wakes its task.
-    pub calls: Lookup<crate::msg::CallId, (NodeId, CallWaiter)>,
+    pub calls: Prehashed<(NodeId, CallWaiter)>,
     /// Clients waiting for a response, by node and request (as `calls`).
     pub responses: Lookup<(NodeId, RequestId), ResponseWaiter>,
     /// How many copies of each send servers have received.
@@ -140,7 +163,7 @@ pub(crate) struct World {
 
 /// Whether `waiter` still waits for its answer.
 fn waits(
-    calls: &Lookup<crate::msg::CallId, (NodeId, CallWaiter)>,
+    calls: &Prehashed<(NodeId, CallWaiter)>,
     responses: &Lookup<(NodeId, RequestId), ResponseWaiter>,
     waiter: Waiter,
 ) -> bool {
@@ -152,7 +175,10 @@ fn waits(
 
 /// Takes the entries of `table` that `goes` picks out and drops them in
 /// key order.
-fn drop_in_key_order<K: Ord + Copy + std::hash::Hash, V>(table: &mut Lookup<K, V>, goes: impl Fn(&K, &V) -> bool) {
+fn drop_in_key_order<K: Ord + Copy + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    table: &mut std::collections::HashMap<K, V, S>,
+    goes: impl Fn(&K, &V) -> bool,
+) {
     let mut going: Vec<K> = table.iter().filter(|(k, v)| goes(k, v)).map(|(k, _)| *k).collect();
     going.sort_unstable();
     for key in going {
