@@ -37,7 +37,7 @@ struct Change<'h> {
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let (timelines, losses) = timelines(history, index);
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.responses_received(history) {
         let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
         let Some(need) = Need::of(response) else { continue };
         let (Some(scope), Some(fingerprint)) = (index.request_scope_id(*req), index.request_fingerprint(*req)) else {

@@ -20,7 +20,7 @@ struct Seen {
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut seen: Vec<Seen> = vec![Seen::default(); index.scope_count()];
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let Some(client) = index.client_scope_id(i) else { continue };
         let scope = index.scope(client);
         let seen = &mut seen[client.get()];

@@ -11,7 +11,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Per record: creation of its current lifetime, and whether it completed.
     let mut lifetimes: Vec<Option<(usize, SimTime, bool)>> = vec![None; index.record_count()];
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let Some(record) = index.record(i) else { continue };
         let lifetime = &mut lifetimes[record.get()];
         match &entry.event {

@@ -26,7 +26,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // The attempt each writer's execution of a record started with.
     let mut held: Lookup<(&Origin, RecordId), Attempt> = crate::lookup::lookup(index.sends());
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let Some(record) = index.record(i) else { continue };
         let life = &mut records[record.get()];
         let granted = &mut life.granted;

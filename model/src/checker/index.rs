@@ -9,7 +9,7 @@
 
 use super::Lookup;
 use crate::fingerprint::{Fingerprint, FingerprintMemo};
-use crate::history::{Event, History, Origin};
+use crate::history::{Entry, Event, History, Origin};
 use crate::ids::{CallerId, DownstreamKey, IdempotencyKey, OpId, RequestId, Scope};
 use crate::request::Request;
 
@@ -33,6 +33,13 @@ pub struct Index<'h> {
     /// the others), numbered per history.
     records: Vec<u32>,
     record_ids: Lookup<&'h Scope, u32>,
+    /// The entries that name a record, in order (see [`Index::record_entries`]).
+    record_entries: Vec<u32>,
+    /// The `ResponseReceived` entries, in order.
+    responses_received: Vec<u32>,
+    /// The clients' entries (sends, answers, time-outs, retries,
+    /// give-ups), in order (see [`Index::client_entries`]).
+    client_entries: Vec<u32>,
     /// How each operation ended, computed once for the checker of progress
     /// and the coverage counters.
     op_ends: std::cell::OnceCell<Vec<(OpId, super::progress::End)>>,
@@ -78,6 +85,18 @@ pub struct FingerprintId(u32);
 
 const NONE: u32 = u32::MAX;
 
+/// The events of [`Index::client_entries`].
+fn is_client_event(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::RequestSent { .. }
+            | Event::ResponseReceived { .. }
+            | Event::TimedOut { .. }
+            | Event::RetryScheduled { .. }
+            | Event::GaveUp { .. }
+    )
+}
+
 impl<'h> Index<'h> {
     /// Indexes a history. Each distinct request is fingerprinted once.
     pub fn new(history: &'h History) -> Index<'h> {
@@ -97,7 +116,15 @@ impl<'h> Index<'h> {
         let mut distinct: Lookup<Fingerprint, FingerprintId> =
             Lookup::with_capacity_and_hasher(sends, Default::default());
         for (i, entry) in history.entries.iter().enumerate() {
-            let Event::RequestSent { req, request, .. } = &entry.event else { continue };
+            if is_client_event(&entry.event) {
+                index.client_entries.push(i as u32);
+            }
+            let Event::RequestSent { req, request, .. } = &entry.event else {
+                if let Event::ResponseReceived { .. } = entry.event {
+                    index.responses_received.push(i as u32);
+                }
+                continue;
+            };
             index.first_send.entry(req.op).or_insert(i);
             if index.sent.contains_key(req) {
                 continue;
@@ -212,10 +239,32 @@ impl<'h> Index<'h> {
         (id != NONE).then_some(RecordId(id))
     }
 
+    /// The entries of `history` (the history this index was built from)
+    /// that name a record: those with a [`Index::record`] and a
+    /// [`Index::client_scope_id`], in order. A checker that looks at
+    /// records only walks these instead of the whole history.
+    pub fn record_entries<'a>(&'a self, history: &'a History) -> impl Iterator<Item = (usize, &'a Entry)> + 'a {
+        self.record_entries.iter().map(|&i| (i as usize, &history.entries[i as usize]))
+    }
+
+    /// The clients' entries of `history` (the history this index was built
+    /// from): `RequestSent`, `ResponseReceived`, `TimedOut`,
+    /// `RetryScheduled` and `GaveUp`, in order. A checker of the clients'
+    /// behaviour walks these instead of the whole history.
+    pub fn client_entries<'a>(&'a self, history: &'a History) -> impl Iterator<Item = (usize, &'a Entry)> + 'a {
+        self.client_entries.iter().map(|&i| (i as usize, &history.entries[i as usize]))
+    }
+
+    /// The `ResponseReceived` entries of `history` (the history this index
+    /// was built from), in order.
+    pub fn responses_received<'a>(&'a self, history: &'a History) -> impl Iterator<Item = (usize, &'a Entry)> + 'a {
+        self.responses_received.iter().map(|&i| (i as usize, &history.entries[i as usize]))
+    }
+
     /// How each operation of `history` (the history this index was built
     /// from) ended, in operation order.
     pub(crate) fn op_ends(&self, history: &History) -> &[(OpId, super::progress::End)] {
-        self.op_ends.get_or_init(|| super::progress::ends(history))
+        self.op_ends.get_or_init(|| super::progress::ends(self.client_entries(history), history.entries.len()))
     }
 
     /// How many distinct requests (`RequestId`s) were sent: a size for
@@ -259,6 +308,7 @@ impl<'h> Index<'h> {
                 holder.push(NONE);
             }
             self.records[i] = record_id;
+            self.record_entries.push(i as u32);
             let by_request = entry
                 .event
                 .origin()
@@ -334,5 +384,11 @@ mod tests {
         }
         assert_eq!(index.client_scope(replayed), Some(&Scope::new("globex", "k")));
         assert_eq!(index.client_scope(0), None, "a send names no record");
+        let named: Vec<usize> = (0..s.history.entries.len()).filter(|&i| index.record(i).is_some()).collect();
+        let walked: Vec<usize> = index.record_entries(&s.history).map(|(i, _)| i).collect();
+        assert_eq!(walked, named, "record_entries walks exactly the entries that name a record");
+        assert_eq!(walked, vec![claimed, called, effect, completed, replayed]);
+        let clients: Vec<usize> = index.client_entries(&s.history).map(|(i, _)| i).collect();
+        assert_eq!(clients, vec![0, 1], "the two sends are the clients' entries");
     }
 }

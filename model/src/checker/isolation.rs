@@ -24,7 +24,8 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
 fn shared_effects(history: &History, index: &Index) -> Vec<Violation> {
     let mut effect_of: Lookup<&DownstreamKey, usize> = crate::lookup::lookup(index.record_count());
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    // Both the effect and the call name their record.
+    for (i, entry) in index.record_entries(history) {
         match &entry.event {
             Event::DownstreamEffect { downstream_key, .. } => {
                 effect_of.entry(downstream_key).or_insert(i);

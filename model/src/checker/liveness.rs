@@ -31,7 +31,7 @@ fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     let mut lifetime: Vec<u32> = vec![0; index.scope_count()];
     let mut effects: super::Lookup<(ScopeId, u32), usize> = crate::lookup::lookup(index.scope_count());
     let mut stored: Vec<(usize, ScopeId, u32, u16)> = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let Some(client) = index.client_scope_id(i) else { continue };
         let life = lifetime[client.get()];
         match &entry.event {
@@ -82,7 +82,7 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
     // A call that collapsed onto another caller's effect: isolation
     // reports it, so it does not count as a lost effect here.
     let mut collapsed: Vec<bool> = vec![false; index.scope_count()];
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let (Some(record), Some(client)) = (index.record(i), index.client_scope_id(i)) else { continue };
         match &entry.event {
             Event::LocalEffectCommitted { .. } => local[client.get()] = true,
@@ -104,7 +104,7 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         }
     }
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.responses_received(history) {
         let Event::ResponseReceived { req, answer: Answer::Executed | Answer::Replayed, response, .. } = &entry.event
         else {
             continue;
@@ -151,7 +151,7 @@ fn stuck_in_progress(history: &History, index: &Index) -> Vec<Violation> {
     };
     let heal = history.heal_at().unwrap_or(SimTime::ZERO);
     let mut open: Vec<Option<(&Scope, usize, SimTime)>> = vec![None; index.record_count()];
-    for (i, entry) in history.entries.iter().enumerate() {
+    for (i, entry) in index.record_entries(history) {
         let Some(record) = index.record(i) else { continue };
         match &entry.event {
             Event::Claimed { scope, locked_until, .. } | Event::TakenOver { scope, locked_until, .. } => {

@@ -101,7 +101,7 @@ impl Property {
             Property::Isolation => isolation::check(history, index),
             Property::RetryDiscipline => retry::check(history, index),
             Property::Expiry => expiry::check(history, index),
-            Property::Outbox => outbox::check(history),
+            Property::Outbox => outbox::check(history, index),
             Property::Progress => progress::check(history, index),
         }
     }

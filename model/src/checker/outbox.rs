@@ -3,16 +3,17 @@
 //! (by message id) by the end of the run.
 
 use super::Lookup;
-use super::{Property, Violation};
+use super::{Index, Property, Violation};
 use crate::history::{Event, History};
 use crate::ids::MessageId;
 use std::collections::BTreeMap;
 
-pub(super) fn check(history: &History) -> Vec<Violation> {
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut staged: BTreeMap<&MessageId, usize> = BTreeMap::new();
     let mut applied: Lookup<&MessageId, usize> = Lookup::default();
     let mut out = Vec::new();
-    for (i, entry) in history.entries.iter().enumerate() {
+    // Completions, publishes and deliveries all name their record.
+    for (i, entry) in index.record_entries(history) {
         match &entry.event {
             Event::CompletionWritten { outbox, .. } => {
                 for id in outbox {
@@ -88,7 +89,7 @@ mod tests {
         consume(&mut s, true);
         consume(&mut s, false);
         s.end();
-        assert!(check(&s.history).is_empty());
+        assert!(check(&s.history, &Index::new(&s.history)).is_empty());
     }
 
     #[test]
@@ -98,7 +99,7 @@ mod tests {
         commit(&mut s);
         consume(&mut s, true);
         s.end();
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].events, vec![early]);
     }
@@ -119,7 +120,7 @@ mod tests {
         };
         s.at(NodeId::Db, other);
         s.end();
-        let v = check(&s.history);
+        let v = check(&s.history, &Index::new(&s.history));
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].explanation.contains("applied twice"));
         assert!(v[1].explanation.contains("never applied"));

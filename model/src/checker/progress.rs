@@ -5,7 +5,7 @@
 //! (`RunMeta::progress_min_percent`).
 
 use super::{Property, Violation};
-use crate::history::{Event, History, Phase};
+use crate::history::{Entry, Event, History, Phase};
 use crate::ids::OpId;
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +35,7 @@ pub(crate) enum End {
 impl Outcomes {
     /// Counts a history's operations.
     pub fn of(history: &History) -> Outcomes {
-        Outcomes::of_ends(&ends(history))
+        Outcomes::of_ends(&ends(history.entries.iter().enumerate(), history.entries.len()))
     }
 
     /// Counts operations from how each ended (see [`super::Index::op_ends`]).
@@ -66,10 +66,12 @@ impl Outcomes {
 }
 
 /// How each operation ended, in operation order.
-pub(super) fn ends(history: &History) -> Vec<(OpId, End)> {
+/// `entries` are the history's, or any part of them that holds its sends,
+/// successes and give-ups (see [`super::Index::client_entries`]).
+pub(super) fn ends<'h>(entries: impl Iterator<Item = (usize, &'h Entry)>, len: usize) -> Vec<(OpId, End)> {
     let mut ends: Vec<(OpId, End)> = Vec::new();
-    let mut slots: super::Lookup<OpId, usize> = crate::lookup::lookup(history.entries.len() / 8);
-    for (i, entry) in history.entries.iter().enumerate() {
+    let mut slots: super::Lookup<OpId, usize> = crate::lookup::lookup(len / 8);
+    for (i, entry) in entries {
         let op = match &entry.event {
             Event::RequestSent { req, .. } => req.op,
             Event::ResponseReceived { req, response, .. } if (200..300).contains(&response.status) => req.op,

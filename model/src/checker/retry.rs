@@ -23,7 +23,8 @@ pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
     let mut buckets: Lookup<NodeId, TokenBucket> = Lookup::default();
     let mut out = Vec::new();
     let mut flag = |events: Vec<usize>, why: String| out.push(Violation::new(Property::RetryDiscipline, events, why));
-    for (i, entry) in history.entries.iter().enumerate() {
+    // Answers, retries and sends are all the clients'.
+    for (i, entry) in index.client_entries(history) {
         match &entry.event {
             Event::ResponseReceived { req, retry_after_ms: Some(ms), .. } => {
                 retry_after.insert(*req, (i, *ms));
@@ -91,7 +92,7 @@ pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
         }
     }
     out.extend(amplification(history, first.len()));
-    out.extend(synchronised(history));
+    out.extend(synchronised(history, index));
     out
 }
 
@@ -103,13 +104,14 @@ const JITTER_SAMPLE_MIN: usize = 10;
 /// the clients are not jittering: clients that failed together retry
 /// together. The violation reports the measured burst, the most retry
 /// sends in one millisecond.
-fn synchronised(history: &History) -> Option<Violation> {
+fn synchronised(history: &History, index: &super::Index) -> Option<Violation> {
     let policy = &history.meta.retry;
     let mut hints: Lookup<RequestId, u64> = Lookup::default();
     let (mut jittered, mut on_bound, mut example) = (0usize, 0usize, None);
     // Only its largest count is read: no order reaches the verdict.
     let mut per_ms: Lookup<SimTime, usize> = Lookup::default();
-    for (i, entry) in history.entries.iter().enumerate() {
+    // Answers, retries and sends are all the clients'.
+    for (i, entry) in index.client_entries(history) {
         match &entry.event {
             Event::ResponseReceived { req, retry_after_ms: Some(ms), .. } => {
                 hints.insert(*req, *ms);
