@@ -8,13 +8,14 @@ use crate::world::true_now;
 use std::rc::Rc;
 
 /// Starts every operation of this client at its time.
-pub(crate) fn drive(node: &Rc<Node>, ops: Vec<Operation>) {
-    for op in ops {
-        let node = node.clone();
+pub(crate) fn drive(node: &Rc<Node>, ops: std::sync::Arc<[Operation]>) {
+    for at in 0..ops.len() {
+        let (node, ops) = (node.clone(), ops.clone());
         madsim::task::spawn_local(async move {
+            let op = &ops[at];
             sleep_ms(op.start_ms.saturating_sub(true_now().0)).await;
             let protocol = node.sim.with(|w| w.protocol.clone());
-            let env = SimClient::new(&node, &op);
+            let env = SimClient::new(&node, op);
             crate::protocol::run_operation(&*protocol, &env, op.op, &op.request).await;
         });
     }

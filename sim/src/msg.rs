@@ -96,13 +96,16 @@ impl Msg {
 
     /// [`Msg::describe`], appended to `out` (a drop's description goes on).
     pub fn describe_into(&self, out: &mut String) {
-        use std::fmt::Write;
         match self {
             Msg::Request { req, .. } => {
-                let _ = write!(out, "request {req}");
+                out.push_str("request ");
+                push_req(out, *req);
             }
             Msg::Response { req, reply } => {
-                let _ = write!(out, "response {} to {req}", reply.response.status);
+                out.push_str("response ");
+                push_number(out, u64::from(reply.response.status));
+                out.push_str(" to ");
+                push_req(out, *req);
             }
             Msg::Call { body: CallBody::Store(op), .. } => push(out, &["store ", op.name()]),
             Msg::Call { body: CallBody::Charge { downstream_key, .. }, .. } => {
@@ -118,9 +121,54 @@ impl Msg {
     }
 }
 
+/// Appends `req` as its `Display` writes it (`op3.2`), without the
+/// formatting machinery (every lost or duplicated message is described).
+fn push_req(out: &mut String, req: RequestId) {
+    out.push_str("op");
+    push_number(out, u64::from(req.op.0));
+    out.push('.');
+    push_number(out, u64::from(req.try_no.0));
+}
+
+/// Appends `n` in decimal.
+fn push_number(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits[at..].iter().for_each(|&d| out.push(char::from(d)));
+}
+
 /// Appends `parts` to `out`.
 pub(crate) fn push(out: &mut String, parts: &[&str]) {
     for part in parts {
         out.push_str(part);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idemsim_model::{OpId, Try};
+
+    #[test]
+    fn requests_and_numbers_are_written_as_display_writes_them() {
+        for (op, try_no) in [(0, 0), (7, 1), (123, 45), (u32::MAX, u32::MAX)] {
+            let req = RequestId { op: OpId(op), try_no: Try(try_no) };
+            let mut out = String::new();
+            push_req(&mut out, req);
+            assert_eq!(out, req.to_string());
+        }
+        for n in [0, 9, 10, 201, 503, u64::MAX] {
+            let mut out = String::new();
+            push_number(&mut out, n);
+            assert_eq!(out, n.to_string());
+        }
     }
 }

@@ -332,11 +332,12 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         steps: 0,
         abort: Some(abort_tx),
         aborted: None,
-        records: Default::default(),
+        // Sized for a run's worth, as `occurrences`.
+        records: crate::world::Lookup::with_capacity_and_hasher(ops.len(), Default::default()),
         charges: BTreeMap::new(),
         consumed: Default::default(),
         buckets: BTreeMap::new(),
-        received: Default::default(),
+        received: crate::world::Lookup::with_capacity_and_hasher(ops.len() * 4, Default::default()),
         calls: Default::default(),
         responses: Default::default(),
         op_clients,
@@ -473,7 +474,9 @@ enum Role {
     Reconciler,
     Sweeper,
     Relay,
-    Client(Vec<Operation>),
+    /// Shared: a node's init runs again on every restart, and cloning the
+    /// role must not clone its operations.
+    Client(Arc<[Operation]>),
 }
 
 fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
@@ -487,9 +490,16 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
         (NodeId::Sweeper, Role::Sweeper),
         (NodeId::Relay, Role::Relay),
     ]);
-    for c in 0..clients {
-        let mine = ops.iter().filter(|o| o.client == c).cloned().collect();
-        roles.push((NodeId::Client(c), Role::Client(mine)));
+    // Each client's operations, in their order (one an unknown client
+    // would send is sent by none).
+    let mut mine: Vec<Vec<Operation>> = (0..clients).map(|_| Vec::new()).collect();
+    for op in ops {
+        if let Some(list) = mine.get_mut(op.client as usize) {
+            list.push(op);
+        }
+    }
+    for (c, ops) in (0..clients).zip(mine) {
+        roles.push((NodeId::Client(c), Role::Client(ops.into())));
     }
     let handle = madsim::runtime::Handle::current();
     for (id, role) in roles {

@@ -111,6 +111,8 @@ impl<'h> Index<'h> {
         let mut index = Index {
             sent: Lookup::with_capacity_and_hasher(sends, Default::default()),
             first_send: Lookup::with_capacity_and_hasher(sends, Default::default()),
+            scope_ids: Lookup::with_capacity_and_hasher(sends, Default::default()),
+            scope_addresses: Lookup::with_capacity_and_hasher(sends, Default::default()),
             ..Index::default()
         };
         let mut distinct: Lookup<Fingerprint, FingerprintId> =

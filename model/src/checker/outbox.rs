@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut staged: BTreeMap<&MessageId, usize> = BTreeMap::new();
-    let mut applied: Lookup<&MessageId, usize> = Lookup::default();
+    let mut applied: Lookup<&MessageId, usize> = crate::lookup::lookup(index.record_count());
     let mut out = Vec::new();
     // Completions, publishes and deliveries all name their record.
     for (i, entry) in index.record_entries(history) {

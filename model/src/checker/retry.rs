@@ -109,7 +109,7 @@ fn synchronised(history: &History, index: &super::Index) -> Option<Violation> {
     let mut hints: Lookup<RequestId, u64> = Lookup::default();
     let (mut jittered, mut on_bound, mut example) = (0usize, 0usize, None);
     // Only its largest count is read: no order reaches the verdict.
-    let mut per_ms: Lookup<SimTime, usize> = Lookup::default();
+    let mut per_ms: Lookup<SimTime, usize> = crate::lookup::lookup(index.sends());
     // Answers, retries and sends are all the clients'.
     for (i, entry) in index.client_entries(history) {
         match &entry.event {
