@@ -15,19 +15,25 @@ impl Fingerprint {
     /// Fingerprints a request. A body that parses as JSON is canonicalised
     /// first (object keys sorted, no insignificant whitespace), so key order and
     /// formatting do not change the fingerprint; any other body is hashed as is.
+    ///
+    /// What is hashed: the method and the path, each after its length (a
+    /// LEB128 varint), then `j` and the canonical body, or `r` and the raw
+    /// body. The encoding is injective (each part's end is known), and
+    /// compact: a typical request (`POST`, a short path, a small JSON body)
+    /// fits one SHA-256 block.
     pub fn of(method: &str, path: &str, body: &[u8]) -> Fingerprint {
         let mut hasher = Sha256::new();
         for part in [method.as_bytes(), path.as_bytes()] {
-            hasher.update((part.len() as u64).to_be_bytes());
+            update_len(&mut hasher, part.len());
             hasher.update(part);
         }
         match canonical_json(body) {
             Some(canonical) => {
-                hasher.update(b"json");
+                hasher.update(b"j");
                 hasher.update(&*canonical);
             }
             None => {
-                hasher.update(b"raw");
+                hasher.update(b"r");
                 hasher.update(body);
             }
         }
@@ -44,6 +50,23 @@ impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.short())
     }
+}
+
+/// Feeds `len` to `hasher` as a LEB128 varint: seven bits a byte, low
+/// first, the high bit set on every byte but the last.
+fn update_len(hasher: &mut Sha256, mut len: usize) {
+    let mut bytes = [0u8; 10];
+    let mut n = 0;
+    loop {
+        let low = (len & 0x7f) as u8;
+        len >>= 7;
+        bytes[n] = low | if len > 0 { 0x80 } else { 0 };
+        n += 1;
+        if len == 0 {
+            break;
+        }
+    }
+    hasher.update(&bytes[..n]);
 }
 
 /// Remembers fingerprints by body, method and path, so a request seen many
@@ -168,6 +191,17 @@ mod tests {
         assert_ne!(base, Fingerprint::of("PUT", "/charges", br#"{"amount":5}"#));
         assert_ne!(base, Fingerprint::of("POST", "/orders", br#"{"amount":5}"#));
         assert_ne!(base, Fingerprint::of("POST", "/charges", br#"{"amount":6}"#));
+    }
+
+    #[test]
+    fn the_hashed_bytes_are_length_varints_then_a_tag_and_the_body() {
+        let digest = |bytes: &[u8]| hex(&Sha256::digest(bytes));
+        let json = [&b"\x04POST\x08/charges"[..], b"j", br#"{"amount":5}"#].concat();
+        assert_eq!(Fingerprint::of("POST", "/charges", br#"{"amount": 5}"#).0.as_str(), digest(&json));
+        // A 200-byte path: its length takes two bytes (0xc8 0x01).
+        let long = "/".repeat(200);
+        let raw = [&b"\x04POST\xc8\x01"[..], long.as_bytes(), b"r", b"x y"].concat();
+        assert_eq!(Fingerprint::of("POST", &long, b"x y").0.as_str(), digest(&raw));
     }
 
     #[test]
