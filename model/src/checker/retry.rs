@@ -91,7 +91,7 @@ pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
             _ => {}
         }
     }
-    out.extend(amplification(history, first.len()));
+    out.extend(amplification(history, index, first.len()));
     out.extend(synchronised(history, index));
     out
 }
@@ -144,8 +144,8 @@ fn synchronised(history: &History, index: &super::Index) -> Option<Violation> {
     ))
 }
 
-fn amplification(history: &History, ops: usize) -> Option<Violation> {
-    let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
+fn amplification(history: &History, index: &super::Index, ops: usize) -> Option<Violation> {
+    let sends = index.client_entries(history).filter(|(_, e)| matches!(e.event, Event::RequestSent { .. })).count();
     let bound = history.meta.amplification_max_percent as usize;
     if ops == 0 || sends * 100 <= ops * bound {
         return None;
