@@ -18,6 +18,7 @@
 //! assert!(String::from_utf8(out).unwrap().contains("CLEAN"));
 //! ```
 
+pub mod allocator;
 pub mod bench;
 pub mod catalogue;
 pub mod cli;

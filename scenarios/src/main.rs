@@ -1,9 +1,10 @@
 //! The `idemsim` binary: see `idemsim --help`.
 
 // A run allocates for every task, message and event; mimalloc makes
-// that about a fifth cheaper than glibc malloc (docs/performance.md).
+// that about a fifth cheaper than glibc malloc, and asking it for small
+// blocks directly cheaper again (docs/performance.md).
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: idemsim_scenarios::allocator::Allocator = idemsim_scenarios::allocator::Allocator;
 
 use std::io::Write;
 

@@ -5,7 +5,8 @@
 use idemsim_model::{check_all, Coverage};
 use idemsim_sim::{run_seed, SimConfig, StoreKind};
 
-// The allocator the `idemsim` binary uses, so figures compare.
+// mimalloc, as the `idemsim` binary uses (which asks it for small blocks
+// directly, scenarios/src/allocator.rs), so figures compare.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
