@@ -63,7 +63,12 @@ impl<'de> Deserialize<'de> for Bytes {
 /// Lower-case hex of some bytes.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits: Vec<u8> = bytes.iter().flat_map(|b| [DIGITS[(b >> 4) as usize], DIGITS[(b & 15) as usize]]).collect();
+    // Sized once and filled in place: every fingerprint is written here.
+    let mut digits = vec![0u8; 2 * bytes.len()];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
+    }
     String::from_utf8(digits).expect("hex digits are ASCII")
 }
 

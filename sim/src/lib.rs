@@ -32,6 +32,7 @@ compile_error!(
 
 mod agenda;
 mod alarm;
+mod answers;
 mod background;
 pub mod bounds;
 mod client;

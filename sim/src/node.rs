@@ -1,9 +1,9 @@
 //! A node's runtime: its mailbox loop, and calls with replies and timeouts.
 
+use crate::answers::Awaiting;
 use crate::mailbox::{mailbox, Receiver};
 use crate::msg::{CallBody, CallId, Msg, ReplyBody};
 use crate::world::{Sim, Waiter};
-use futures::channel::oneshot;
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
 use std::rc::Rc;
@@ -75,37 +75,35 @@ impl Node {
         body: CallBody,
         timeout_ms: u64,
     ) -> impl std::future::Future<Output = Option<ReplyBody>> + use<> {
-        let (tx, rx) = oneshot::channel();
         // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
         // (and its reply's) do not depend on how many calls came before.
         // One step: register, send, and set the deadline.
         let mut w = self.sim.lock();
         let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
         let mut id = w.fresh_key(what);
-        while w.calls.contains_key(&id) {
+        while w.calls.holds(&id) {
             id = crate::rng::key(&[id]);
         }
-        w.calls.insert(id, (self.id, tx));
+        w.calls.wait(id, self.id);
         w.send(self.id, to, Box::new(Msg::Call { id, from: self.id, origin, body }));
         w.expire_after(timeout_ms, Waiter::Call(id));
         drop(w);
         // Whatever ended the wait (a reply, the deadline, a crash, the end
         // of the run) took the call out of the world's table: call ids are
         // unique, so nothing is left to expire here.
-        async move { rx.await.ok() }
+        Awaiting::new(self.sim.clone(), |w| &mut w.calls, id)
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
     pub async fn request(&self, to: NodeId, req: RequestId, msg: Box<Msg>, timeout_ms: u64) -> Option<Box<Msg>> {
-        let (tx, rx) = oneshot::channel();
         self.sim.with(|w| {
-            w.responses.insert((self.id, req), tx);
+            w.responses.wait((self.id, req), self.id);
             w.send(self.id, to, msg);
             w.expire_after(timeout_ms, Waiter::Response(self.id, req));
         });
         // As for a call: whatever ended the wait took the request out of
         // the world's table (a client never sends one request id twice).
-        rx.await.ok()
+        Awaiting::new(self.sim.clone(), |w| &mut w.responses, (self.id, req)).await
     }
 
     /// Answers a call.

@@ -124,12 +124,12 @@ pub(crate) struct World {
     /// Each client's retry budget.
     pub buckets: BTreeMap<u32, TokenBucket>,
     /// Callers waiting for a reply, by call id: which node waits, and
-    /// where its reply goes. Looked up by key; where several go at once
-    /// (a crash, the end of the run) they go in key order
-    /// ([`World::forget_waiters`]), since dropping a waiter wakes its task.
-    pub calls: Prehashed<(NodeId, CallWaiter)>,
+    /// its reply once it comes. Looked up by key; where several stop at
+    /// once (a crash, the end of the run) they go in key order
+    /// ([`World::forget_waiters`]), since stopping a wait wakes its task.
+    pub calls: CallWaits,
     /// Clients waiting for a response, by node and request (as `calls`).
-    pub responses: Lookup<(NodeId, RequestId), ResponseWaiter>,
+    pub responses: ResponseWaits,
     /// How many copies of each send servers have received.
     pub received: Lookup<idemsim_model::RequestId, u32>,
     /// Which client sends each operation.
@@ -162,32 +162,18 @@ pub(crate) struct World {
 }
 
 /// Whether `waiter` still waits for its answer.
-fn waits(
-    calls: &Prehashed<(NodeId, CallWaiter)>,
-    responses: &Lookup<(NodeId, RequestId), ResponseWaiter>,
-    waiter: Waiter,
-) -> bool {
+fn waits(calls: &CallWaits, responses: &ResponseWaits, waiter: Waiter) -> bool {
     match waiter {
-        Waiter::Call(id) => calls.contains_key(&id),
-        Waiter::Response(node, req) => responses.contains_key(&(node, req)),
+        Waiter::Call(id) => calls.waits(&id),
+        Waiter::Response(node, req) => responses.waits(&(node, req)),
     }
 }
 
-/// Takes the entries of `table` that `goes` picks out and drops them in
-/// key order.
-fn drop_in_key_order<K: Ord + Copy + std::hash::Hash, V, S: std::hash::BuildHasher>(
-    table: &mut std::collections::HashMap<K, V, S>,
-    goes: impl Fn(&K, &V) -> bool,
-) {
-    let mut going: Vec<K> = table.iter().filter(|(k, v)| goes(k, v)).map(|(k, _)| *k).collect();
-    going.sort_unstable();
-    for key in going {
-        table.remove(&key);
-    }
-}
-
-type CallWaiter = oneshot::Sender<crate::msg::ReplyBody>;
-type ResponseWaiter = oneshot::Sender<Box<Msg>>;
+/// Waits for replies to calls, by call id.
+pub(crate) type CallWaits =
+    crate::answers::Answers<crate::msg::CallId, crate::msg::ReplyBody, std::hash::BuildHasherDefault<PassThrough>>;
+/// Clients' waits for responses, by node and request.
+pub(crate) type ResponseWaits = crate::answers::Answers<(NodeId, RequestId), Box<Msg>, foldhash::fast::FixedState>;
 
 /// A cheap, cloneable handle on the world.
 #[derive(Clone)]
@@ -285,6 +271,12 @@ impl Sim {
     /// Runs `f` on the world as one atomic step.
     pub fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
         f(&mut self.lock())
+    }
+
+    /// [`Sim::with`], unless the world is locked already (by this thread:
+    /// a run is one thread), when it does nothing.
+    pub fn try_with<R>(&self, f: impl FnOnce(&mut World) -> R) -> Option<R> {
+        self.0.try_lock().map(|mut w| f(&mut w))
     }
 
     /// Appends an event at the current true time.
@@ -426,12 +418,8 @@ impl World {
     /// Stops `waiter` waiting, if it still waits.
     pub fn expire(&mut self, waiter: Waiter) {
         match waiter {
-            Waiter::Call(id) => {
-                self.calls.remove(&id);
-            }
-            Waiter::Response(node, req) => {
-                self.responses.remove(&(node, req));
-            }
+            Waiter::Call(id) => self.calls.expire(id),
+            Waiter::Response(node, req) => self.responses.expire((node, req)),
         }
     }
 
@@ -461,24 +449,20 @@ impl World {
 
     /// Hands a reply to the caller waiting for it, if it still waits.
     pub fn answer_call(&mut self, id: crate::msg::CallId, body: crate::msg::ReplyBody) {
-        if let Some((_, waiter)) = self.calls.remove(&id) {
-            let _ = waiter.send(body);
-        }
+        self.calls.answer(id, body);
     }
 
     /// Hands a response to the client waiting for it, if it still waits.
     pub fn answer_request(&mut self, client: NodeId, req: idemsim_model::RequestId, response: Box<Msg>) {
-        if let Some(waiter) = self.responses.remove(&(client, req)) {
-            let _ = waiter.send(response);
-        }
+        self.responses.answer((client, req), response);
     }
 
-    /// Forgets what a crashed node was waiting for. Each dropped waiter
+    /// Forgets what a crashed node was waiting for. Each stopped wait
     /// wakes its task, so they go in key order: the order of those wake-ups
     /// is part of the run.
     pub fn forget_waiters(&mut self, node: NodeId) {
-        drop_in_key_order(&mut self.calls, |_, (owner, _)| *owner == node);
-        drop_in_key_order(&mut self.responses, |(n, _), _| *n == node);
+        self.calls.stop_all(|_, owner| owner == node);
+        self.responses.stop_all(|_, owner| owner == node);
     }
 
     /// Drops every handle that a pending task could be waiting on, so the
@@ -489,8 +473,8 @@ impl World {
         self.wakeups = Default::default();
         self.relay_wake = None;
         self.store_ops_waiting.clear();
-        drop_in_key_order(&mut self.calls, |_, _| true);
-        drop_in_key_order(&mut self.responses, |_, _| true);
+        self.calls.stop_all(|_, _| true);
+        self.responses.stop_all(|_, _| true);
     }
 
     /// Ends the fault phase: repairs partitions, resumes and restarts nodes
