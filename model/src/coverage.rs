@@ -142,7 +142,6 @@ struct Tracker<'i, 'h> {
 
 impl<'i, 'h> Tracker<'i, 'h> {
     fn observe(&mut self, c: &mut Coverage, i: usize, entry: &'h Entry) {
-        self.observe_late(c, entry);
         let record = self.index.record(i);
         let record_of = |_: &Scope| record.expect("an event that names a record is numbered");
         match &entry.event {
@@ -194,8 +193,11 @@ impl<'i, 'h> Tracker<'i, 'h> {
             Event::RequestReceived { req, copy, .. } if *copy > 1 && self.scope_completed(*req) => {
                 c.duplicate_after_completion += 1;
             }
-            Event::ResponseSent { answer, .. } => match answer {
-                Answer::Replayed => c.replay += 1,
+            Event::ResponseSent { req, answer, .. } => match answer {
+                Answer::Replayed => {
+                    c.replay += 1;
+                    self.observe_late(c, *req, entry.at);
+                }
                 Answer::Mismatch => c.mismatch_rejected += 1,
                 Answer::InFlight => c.in_flight_rejected += 1,
                 _ => {}
@@ -216,11 +218,10 @@ impl<'i, 'h> Tracker<'i, 'h> {
     }
 
     /// A replay of a record completed an hour or more before.
-    fn observe_late(&self, c: &mut Coverage, entry: &Entry) {
-        let Event::ResponseSent { req, answer: Answer::Replayed, .. } = &entry.event else { return };
-        let completed = self.index.request_scope(*req).and_then(|s| self.completed.get(s).copied());
+    fn observe_late(&self, c: &mut Coverage, req: RequestId, at: SimTime) {
+        let completed = self.index.request_scope(req).and_then(|s| self.completed.get(s).copied());
         let late_ms = LATE_MS.min(self.window_ms / 2);
-        c.late_replay += u64::from(completed.is_some_and(|at| entry.at.since_ms(at) >= late_ms));
+        c.late_replay += u64::from(completed.is_some_and(|completed| at.since_ms(completed) >= late_ms));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {

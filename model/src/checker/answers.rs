@@ -40,10 +40,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     for (i, entry) in index.responses_received(history) {
         let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
         let Some(need) = Need::of(response) else { continue };
-        let (Some(scope), Some(fingerprint)) = (index.request_scope_id(*req), index.request_fingerprint(*req)) else {
-            continue;
-        };
-        let sent = index.request(*req).map_or(0, |(at, _)| at);
+        let Some((sent, _, Some(scope), fingerprint)) = index.sent(*req) else { continue };
         let lost = losses.iter().copied().filter(|&l| l < i).max();
         let changes = timelines[scope.get()].as_slice();
         let scope = index.scope(scope);

@@ -18,7 +18,8 @@ use crate::request::Request;
 #[derive(Debug, Default)]
 pub struct Index<'h> {
     sent: Lookup<RequestId, Sent<'h>>,
-    first_send: Lookup<OpId, usize>,
+    /// Each operation's first send, and its latest distinct try.
+    ops: Lookup<OpId, (usize, Sent<'h>)>,
     /// The client scopes, numbered.
     scopes: Vec<Scope>,
     scope_ids: Lookup<(&'h str, &'h str), u32>,
@@ -85,6 +86,11 @@ pub struct FingerprintId(u32);
 
 const NONE: u32 = u32::MAX;
 
+/// Two requests with these fields equal have the same fingerprint.
+fn same_fingerprint_inputs(a: &Request, b: &Request) -> bool {
+    a.body == b.body && a.path == b.path && a.method == b.method
+}
+
 /// The events of [`Index::client_entries`].
 fn is_client_event(event: &Event) -> bool {
     matches!(
@@ -110,7 +116,7 @@ impl<'h> Index<'h> {
         let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
         let mut index = Index {
             sent: Lookup::with_capacity_and_hasher(sends, Default::default()),
-            first_send: Lookup::with_capacity_and_hasher(sends, Default::default()),
+            ops: Lookup::with_capacity_and_hasher(sends, Default::default()),
             scope_ids: Lookup::with_capacity_and_hasher(sends, Default::default()),
             scope_addresses: Lookup::with_capacity_and_hasher(sends, Default::default()),
             ..Index::default()
@@ -127,24 +133,47 @@ impl<'h> Index<'h> {
                 }
                 continue;
             };
-            index.first_send.entry(req.op).or_insert(i);
             if index.sent.contains_key(req) {
                 continue;
             }
-            let fingerprint = request.fingerprint_in(memo);
-            let next = FingerprintId(index.fingerprints.len() as u32);
-            let fingerprint = *distinct.entry(fingerprint).or_insert_with_key(|fingerprint| {
-                index.fingerprints.push(fingerprint.clone());
-                next
-            });
-            let scope = match &request.key {
-                Some(key) => index.scope_id(&request.caller, key),
-                None => NONE,
+            // A retry mostly repeats its operation's last try: its numbers
+            // are taken from there, without hashing the body again.
+            let last = index.ops.get(&req.op).map(|(_, last)| *last);
+            let fingerprint = match last {
+                Some(last) if same_fingerprint_inputs(last.request, request) => last.fingerprint,
+                _ => {
+                    let fingerprint = request.fingerprint_in(memo);
+                    let next = FingerprintId(index.fingerprints.len() as u32);
+                    *distinct.entry(fingerprint).or_insert_with_key(|fingerprint| {
+                        index.fingerprints.push(fingerprint.clone());
+                        next
+                    })
+                }
             };
-            index.sent.insert(*req, Sent { at: i, request, scope, fingerprint });
+            let scope = match (&request.key, last) {
+                (Some(key), Some(last))
+                    if last.request.key.as_ref() == Some(key) && last.request.caller == request.caller =>
+                {
+                    last.scope
+                }
+                (Some(key), _) => index.scope_id(&request.caller, key),
+                (None, _) => NONE,
+            };
+            let sent = Sent { at: i, request, scope, fingerprint };
+            index.sent.insert(*req, sent);
+            index.ops.entry(req.op).and_modify(|(_, last)| *last = sent).or_insert((i, sent));
         }
         index.attribute(history);
         index
+    }
+
+    /// Where `req` was sent, the request, its scope's number (if keyed)
+    /// and its fingerprint's: [`Index::request`],
+    /// [`Index::request_scope_id`] and [`Index::request_fingerprint`] in
+    /// one look-up.
+    pub(crate) fn sent(&self, req: RequestId) -> Option<(usize, &'h Request, Option<ScopeId>, FingerprintId)> {
+        let sent = self.sent.get(&req)?;
+        Some((sent.at, sent.request, (sent.scope != NONE).then_some(ScopeId(sent.scope)), sent.fingerprint))
     }
 
     /// The scope `(caller, key)` the request sent as `req` names, if keyed.
@@ -194,7 +223,7 @@ impl<'h> Index<'h> {
 
     /// The index of the first send of an operation.
     pub fn first_send(&self, op: OpId) -> Option<usize> {
-        self.first_send.get(&op).copied()
+        self.ops.get(&op).map(|(first, _)| *first)
     }
 
     /// The caller on whose behalf `origin` acted, when it was a request.

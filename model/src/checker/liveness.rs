@@ -112,12 +112,7 @@ fn acknowledged_without_effect(history: &History, index: &Index) -> Vec<Violatio
         if !(200..300).contains(&response.status) {
             continue;
         }
-        let Some((sent, request)) = index.request(*req) else {
-            continue;
-        };
-        let (Some(client), Some(fingerprint)) = (index.request_scope_id(*req), index.request_fingerprint(*req)) else {
-            continue;
-        };
+        let Some((sent, request, Some(client), fingerprint)) = index.sent(*req) else { continue };
         let mine = |(s, f): &(ScopeId, Option<FingerprintId>)| *s == client && f.is_none_or(|f| f == fingerprint);
         if stored_for.get(response).is_some_and(|owners| !owners.iter().any(mine)) {
             continue;
