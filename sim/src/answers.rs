@@ -41,10 +41,14 @@ impl<K, T, S: Default> Default for Answers<K, T, S> {
 }
 
 impl<K: Copy + Ord + Hash, T, S: BuildHasher> Answers<K, T, S> {
-    /// `owner` waits for the answer keyed `key`.
+    /// `owner` waits for the answer keyed `key`. A wait already under the
+    /// key (a protocol that sends one request id again after giving up on
+    /// it) is replaced, and its task woken with nothing, as a replaced
+    /// channel's sender would wake it.
     pub fn wait(&mut self, key: K, owner: NodeId) {
-        let before = self.table.insert(key, (owner, Slot::Waiting(None)));
-        assert!(before.is_none(), "one wait per key at a time");
+        if let Some((_, Slot::Waiting(Some(waker)))) = self.table.insert(key, (owner, Slot::Waiting(None))) {
+            waker.wake();
+        }
     }
 
     /// Some wait, or an answer not yet taken, holds `key`.
@@ -250,6 +254,23 @@ mod tests {
         t.expire(2);
         assert!(!t.holds(&2));
         assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_second_wait_on_a_key_replaces_the_first() {
+        let (count, waker) = waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut t = Table::default();
+        t.wait(1, NodeId::Db);
+        assert!(t.poll(1, &mut cx).is_pending());
+        t.abandon(1);
+        t.wait(1, NodeId::Db);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0, "an abandoned wait wakes nobody");
+        assert!(t.poll(1, &mut cx).is_pending());
+        t.wait(1, NodeId::Db);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "a live wait replaced is woken");
+        t.answer(1, "for the second");
+        assert_eq!(t.poll(1, &mut cx), Poll::Ready(Some("for the second")));
     }
 
     #[test]
