@@ -11,12 +11,14 @@ use std::rc::Rc;
 pub(crate) fn drive(node: &Rc<Node>, ops: std::sync::Arc<[Operation]>) {
     for at in 0..ops.len() {
         let (node, ops) = (node.clone(), ops.clone());
-        madsim::task::spawn_local(async move {
+        // Boxed: madsim moves a future several times on its way into a
+        // task, and this one holds the operation's whole retry loop.
+        madsim::task::spawn_local(Box::pin(async move {
             let op = &ops[at];
             sleep_ms(op.start_ms.saturating_sub(true_now().0)).await;
             let protocol = node.sim.with(|w| w.protocol.clone());
             let env = SimClient::new(&node, op);
             crate::protocol::run_operation(&*protocol, &env, op.op, &op.request).await;
-        });
+        }));
     }
 }

@@ -509,7 +509,10 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
             .name(id.to_string())
             .init(move || {
                 let (sim, role) = (s.clone(), role.clone());
-                async move { play(sim, id, role).await }
+                // Boxed: madsim moves a node's init future several times
+                // on its way into a task, and `play` is as large as the
+                // largest role's.
+                Box::pin(play(sim, id, role))
             })
             .build();
         sim.with(|w| w.node(id).madsim = Some(node));

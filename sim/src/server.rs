@@ -12,7 +12,9 @@ use idemsim_model::history::Origin;
 pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
     let Msg::Request { req, request } = *msg else { return };
     let node = node.clone();
-    madsim::task::spawn_local(async move {
+    // Boxed: madsim moves a future several times on its way into a task,
+    // and this one holds the request.
+    madsim::task::spawn_local(Box::pin(async move {
         let (copy, fingerprint, protocol) = node.sim.with(|w| {
             let protocol = w.protocol.clone();
             let (method, path, body) = protocol.fingerprint_fields(&request);
@@ -27,5 +29,5 @@ pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
         };
         let client = node.sim.with(|w| w.client_of(req));
         node.sim.send(node.id, client, Box::new(Msg::Response { req, reply }));
-    });
+    }));
 }
