@@ -11,6 +11,7 @@
 
 use crate::world::{Sim, World};
 use idemsim_model::NodeId;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasher, Hash};
@@ -108,19 +109,18 @@ impl<K: Copy + Ord + Hash, T, S: BuildHasher> Answers<K, T, S> {
     /// The waiting task's poll: the answer, `None` if the wait was stopped,
     /// or pending (with the task's waker kept).
     fn poll(&mut self, key: K, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        match self.table.get_mut(&key) {
-            None => Poll::Ready(None),
-            Some((_, Slot::Answered(_))) => match self.table.remove(&key) {
-                Some((_, Slot::Answered(value))) => Poll::Ready(Some(value)),
-                _ => unreachable!("the slot was answered"),
-            },
-            Some((_, slot)) => {
-                match slot {
-                    Slot::Waiting(Some(waker)) if waker.will_wake(cx.waker()) => {}
-                    _ => *slot = Slot::Waiting(Some(cx.waker().clone())),
-                }
-                Poll::Pending
+        let Entry::Occupied(mut entry) = self.table.entry(key) else { return Poll::Ready(None) };
+        match &mut entry.get_mut().1 {
+            Slot::Answered(_) => {}
+            Slot::Waiting(Some(waker)) if waker.will_wake(cx.waker()) => return Poll::Pending,
+            slot => {
+                *slot = Slot::Waiting(Some(cx.waker().clone()));
+                return Poll::Pending;
             }
+        }
+        match entry.remove().1 {
+            Slot::Answered(value) => Poll::Ready(Some(value)),
+            _ => unreachable!("the slot was answered"),
         }
     }
 
@@ -202,13 +202,21 @@ mod tests {
         (count.clone(), Waker::from(count))
     }
 
+    /// Registers a wait for each key, owned by the database, and polls
+    /// each once (pending) with `cx`'s waker.
+    fn waiting(t: &mut Table, keys: &[u64], cx: &mut Context<'_>) {
+        for &key in keys {
+            t.wait(key, NodeId::Db);
+            assert!(t.poll(key, cx).is_pending());
+        }
+    }
+
     #[test]
     fn an_answer_wakes_its_waiter_once_and_is_taken_once() {
         let (count, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         let mut t = Table::default();
-        t.wait(1, NodeId::Db);
-        assert!(t.poll(1, &mut cx).is_pending());
+        waiting(&mut t, &[1], &mut cx);
         assert!(t.poll(1, &mut cx).is_pending(), "a second poll keeps the same waker");
         t.answer(1, "first");
         t.answer(1, "duplicate");
@@ -225,10 +233,7 @@ mod tests {
         let (count, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         let mut t = Table::default();
-        t.wait(1, NodeId::Db);
-        t.wait(2, NodeId::Db);
-        assert!(t.poll(1, &mut cx).is_pending());
-        assert!(t.poll(2, &mut cx).is_pending());
+        waiting(&mut t, &[1, 2], &mut cx);
         t.answer(2, "in time");
         t.expire(1);
         t.expire(2);
@@ -242,10 +247,7 @@ mod tests {
         let (count, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         let mut t = Table::default();
-        t.wait(1, NodeId::Db);
-        t.wait(2, NodeId::Db);
-        assert!(t.poll(1, &mut cx).is_pending());
-        assert!(t.poll(2, &mut cx).is_pending());
+        waiting(&mut t, &[1, 2], &mut cx);
         t.abandon(1);
         t.abandon(2);
         assert!(t.waits(&1), "its deadline still counts, as a held sender's would");
@@ -261,8 +263,7 @@ mod tests {
         let (count, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         let mut t = Table::default();
-        t.wait(1, NodeId::Db);
-        assert!(t.poll(1, &mut cx).is_pending());
+        waiting(&mut t, &[1], &mut cx);
         t.abandon(1);
         t.wait(1, NodeId::Db);
         assert_eq!(count.0.load(Ordering::SeqCst), 0, "an abandoned wait wakes nobody");

@@ -88,9 +88,10 @@ impl Node {
         w.send(self.id, to, Box::new(Msg::Call { id, from: self.id, origin, body }));
         w.expire_after(timeout_ms, Waiter::Call(id));
         drop(w);
-        // Whatever ended the wait (a reply, the deadline, a crash, the end
-        // of the run) took the call out of the world's table: call ids are
-        // unique, so nothing is left to expire here.
+        // Whatever ends the wait (the reply, once this takes it; the
+        // deadline; a crash; the end of the run) takes the call out of the
+        // world's table: call ids are unique, so nothing is left to expire
+        // here.
         Awaiting::new(self.sim.clone(), |w| &mut w.calls, id)
     }
 
@@ -101,8 +102,9 @@ impl Node {
             w.send(self.id, to, msg);
             w.expire_after(timeout_ms, Waiter::Response(self.id, req));
         });
-        // As for a call: whatever ended the wait took the request out of
-        // the world's table (a client never sends one request id twice).
+        // As for a call: whatever ends the wait takes the request out of
+        // the world's table (a protocol that sends one request id again
+        // replaces this wait, see `Answers::wait`).
         Awaiting::new(self.sim.clone(), |w| &mut w.responses, (self.id, req)).await
     }
 
