@@ -126,6 +126,10 @@ impl<'a> Scan<'a> {
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return false;
         }
+        // Eighteen digits fit either way; only longer ones need the parse.
+        if digits.len() <= 18 {
+            return true;
+        }
         let text = std::str::from_utf8(&self.bytes[start..self.at]).expect("sign and ASCII digits");
         match negative {
             true => text.parse::<i64>().is_ok(),
