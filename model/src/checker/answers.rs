@@ -37,6 +37,8 @@ struct Change<'h> {
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let (timelines, losses) = timelines(history, index);
     let mut out = Vec::new();
+    // One pair of buffers for every answer's candidate states.
+    let (mut at_send, mut states) = (Vec::new(), Vec::new());
     for (i, entry) in index.responses_received(history) {
         let Event::ResponseReceived { req, response, .. } = &entry.event else { continue };
         let Some(need) = Need::of(response) else { continue };
@@ -44,7 +46,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
         let lost = losses.iter().copied().filter(|&l| l < i).max();
         let changes = timelines[scope.get()].as_slice();
         let scope = index.scope(scope);
-        let states = candidates(changes, sent, i, lost);
+        candidates(changes, sent, i, lost, &mut at_send, &mut states);
         if states.iter().any(|s| need.met_by(s, fingerprint, response)) {
             continue;
         }
@@ -162,13 +164,21 @@ fn claimer_fingerprint(by: Origin, index: &Index) -> Option<FingerprintId> {
 }
 
 /// The states the scope's records may have had while a request was out
-/// (`sent..=answered`): each record's state at the send and every later
-/// one; after a loss of unsynced writes, every state before it as well.
-fn candidates<'h>(changes: &[Change<'h>], sent: usize, answered: usize, lost: Option<usize>) -> Vec<Option<State<'h>>> {
+/// (`sent..=answered`), into `out`: each record's state at the send and
+/// every later one; after a loss of unsynced writes, every state before it
+/// as well. `at_send` is scratch space.
+fn candidates<'h>(
+    changes: &[Change<'h>],
+    sent: usize,
+    answered: usize,
+    lost: Option<usize>,
+    at_send: &mut Vec<(&'h Scope, Option<State<'h>>)>,
+    out: &mut Vec<Option<State<'h>>>,
+) {
     // Each record's state at the send, in record order (a scope has one
     // record, or a few under a server that keys records wrongly).
-    let mut at_send: Vec<(&Scope, Option<State>)> = Vec::new();
-    let mut out = Vec::new();
+    at_send.clear();
+    out.clear();
     for change in changes.iter().take_while(|c| c.at <= answered) {
         if change.at <= sent {
             match at_send.iter_mut().find(|(record, _)| *record == change.record) {
@@ -181,11 +191,10 @@ fn candidates<'h>(changes: &[Change<'h>], sent: usize, answered: usize, lost: Op
         }
     }
     at_send.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.extend(at_send.into_iter().map(|(_, state)| state));
+    out.extend(at_send.iter().map(|(_, state)| *state));
     if out.is_empty() {
         out.push(None);
     }
-    out
 }
 
 fn describe(states: &[Option<State>], fingerprint: FingerprintId) -> String {

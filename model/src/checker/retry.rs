@@ -19,7 +19,7 @@ pub(super) fn check(history: &History, index: &super::Index) -> Vec<Violation> {
     let policy = &history.meta.retry;
     let mut first: Lookup<OpId, First> = crate::lookup::lookup(index.sends());
     let mut scheduled: Lookup<OpId, (usize, SimTime, u64)> = crate::lookup::lookup(index.sends());
-    let mut retry_after: Lookup<RequestId, (usize, u64)> = Lookup::default();
+    let mut retry_after: Lookup<RequestId, (usize, u64)> = crate::lookup::lookup(index.sends());
     let mut buckets: Lookup<NodeId, TokenBucket> = Lookup::default();
     let mut out = Vec::new();
     let mut flag = |events: Vec<usize>, why: String| out.push(Violation::new(Property::RetryDiscipline, events, why));
@@ -106,7 +106,7 @@ const JITTER_SAMPLE_MIN: usize = 10;
 /// sends in one millisecond.
 fn synchronised(history: &History, index: &super::Index) -> Option<Violation> {
     let policy = &history.meta.retry;
-    let mut hints: Lookup<RequestId, u64> = Lookup::default();
+    let mut hints: Lookup<RequestId, u64> = crate::lookup::lookup(index.sends());
     let (mut jittered, mut on_bound, mut example) = (0usize, 0usize, None);
     // Only its largest count is read: no order reaches the verdict.
     let mut per_ms: Lookup<SimTime, usize> = crate::lookup::lookup(index.sends());
