@@ -54,10 +54,15 @@ pub fn decide(fingerprint: &Fingerprint, claim: Option<&Claim>, now: SimTime) ->
     let Some(claim) = claim else {
         return Decision::MissingKey;
     };
-    let record = match claim {
-        Claim::Owned(attempt) => return Decision::Execute { attempt: *attempt },
-        Claim::Existing(record) => record,
-    };
+    match claim {
+        Claim::Owned(attempt) => Decision::Execute { attempt: *attempt },
+        Claim::Existing(record) => decide_existing(fingerprint, record, now),
+    }
+}
+
+/// [`decide`] for a claim that found `record` (`Claim::Existing`), without
+/// a claim to hold it.
+pub fn decide_existing(fingerprint: &Fingerprint, record: &crate::record::Record, now: SimTime) -> Decision {
     if record.fingerprint != *fingerprint {
         return Decision::Mismatch;
     }

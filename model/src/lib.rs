@@ -49,7 +49,7 @@ mod text;
 pub use bytes::{hex, Bytes};
 pub use checker::{check_all, judge, judge_with, Property, Violation};
 pub use coverage::Coverage;
-pub use decision::{decide, Decision};
+pub use decision::{decide, decide_existing, Decision};
 pub use fingerprint::{Fingerprint, FingerprintMemo};
 pub use history::{Answer, Entry, Event, History, Origin, RunMeta};
 pub use ids::{

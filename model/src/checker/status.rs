@@ -7,10 +7,10 @@
 
 use super::Lookup;
 use super::{Index, Property, Violation};
-use crate::decision::{decide, Decision};
+use crate::decision::{decide_existing, Decision};
 use crate::history::{Answer, Event, History, Origin};
 use crate::ids::{RequestId, SimTime};
-use crate::record::{Claim, Record};
+use crate::record::Record;
 use crate::request::Request;
 
 enum Looked<'h> {
@@ -104,19 +104,16 @@ fn judge(
             Answer::Executed | Answer::Invalid | Answer::LeaseLost | Answer::Unavailable => return None,
             other => format!("its claim inserted the record, yet it was answered {other:?}"),
         },
-        Looked::Found(record, as_of) => {
-            let claim = Claim::Existing((*record).clone());
-            match (decide(fingerprint, Some(&claim), *as_of), answer) {
-                (Decision::Mismatch, Answer::Mismatch)
-                | (Decision::InFlight, Answer::InFlight)
-                | (Decision::Replay(_), Answer::Replayed) => return None,
-                (Decision::TakeOver { .. }, a) if !matches!(a, Answer::Mismatch | Answer::Replayed) => return None,
-                (Decision::Mismatch, a) => format!(
-                    "the key was claimed with another fingerprint, yet it was answered {a:?} ({status}), not 422"
-                ),
-                (want, a) => format!("the record it found called for {want:?}, yet it was answered {a:?} ({status})"),
+        Looked::Found(record, as_of) => match (decide_existing(fingerprint, record, *as_of), answer) {
+            (Decision::Mismatch, Answer::Mismatch)
+            | (Decision::InFlight, Answer::InFlight)
+            | (Decision::Replay(_), Answer::Replayed) => return None,
+            (Decision::TakeOver { .. }, a) if !matches!(a, Answer::Mismatch | Answer::Replayed) => return None,
+            (Decision::Mismatch, a) => {
+                format!("the key was claimed with another fingerprint, yet it was answered {a:?} ({status}), not 422")
             }
-        }
+            (want, a) => format!("the record it found called for {want:?}, yet it was answered {a:?} ({status})"),
+        },
     };
     Some((vec![*at], why))
 }
