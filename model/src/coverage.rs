@@ -111,7 +111,7 @@ impl Coverage {
             holder: vec![None; index.record_count()],
             committed_unanswered: crate::lookup::lookup_set(index.sends()),
             executing: crate::lookup::lookup(index.record_count()),
-            completed: crate::lookup::lookup(index.record_count()),
+            completed: vec![None; index.record_count()],
         };
         let mut c = Coverage::default();
         for (i, entry) in history.entries.iter().enumerate() {
@@ -136,8 +136,8 @@ struct Tracker<'i, 'h> {
     committed_unanswered: LookupSet<RequestId>,
     /// Unfinished executions started by a request, by record: the server.
     executing: Lookup<RecordId, NodeId>,
-    /// The completed records, and when each completed.
-    completed: Lookup<&'h Scope, SimTime>,
+    /// When each record completed, if it is completed (by record number).
+    completed: Vec<Option<SimTime>>,
 }
 
 impl<'i, 'h> Tracker<'i, 'h> {
@@ -169,7 +169,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
             Event::CompletionWritten { scope, attempt, by, .. } => {
                 let record = record_of(scope);
                 self.executing.remove(&record);
-                self.completed.insert(scope, entry.at);
+                self.completed[record.get()] = Some(entry.at);
                 self.begun.remove(&(record, *attempt));
                 self.calling.remove(&(record, *attempt));
                 match by {
@@ -182,11 +182,12 @@ impl<'i, 'h> Tracker<'i, 'h> {
             }
             Event::RecordSwept { scope, completed, .. } => {
                 c.record_swept += u64::from(*completed);
-                self.completed.remove(scope);
+                self.completed[record_of(scope).get()] = None;
             }
             Event::Released { scope, .. } => {
-                self.executing.remove(&record_of(scope));
-                self.completed.remove(scope);
+                let record = record_of(scope);
+                self.executing.remove(&record);
+                self.completed[record.get()] = None;
             }
             Event::GaveUp { reason, .. } if reason.contains("budget") => c.retry_budget_exhausted += 1,
             Event::MessageConsumed { applied: false, .. } => c.message_redelivered += 1,
@@ -219,13 +220,20 @@ impl<'i, 'h> Tracker<'i, 'h> {
 
     /// A replay of a record completed an hour or more before.
     fn observe_late(&self, c: &mut Coverage, req: RequestId, at: SimTime) {
-        let completed = self.index.request_scope(req).and_then(|s| self.completed.get(s).copied());
+        let completed = self.completed_at(req);
         let late_ms = LATE_MS.min(self.window_ms / 2);
         c.late_replay += u64::from(completed.is_some_and(|completed| at.since_ms(completed) >= late_ms));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {
-        self.index.request_scope(req).is_some_and(|s| self.completed.contains_key(s))
+        self.completed_at(req).is_some()
+    }
+
+    /// When the record of `req`'s client scope (as the store keyed a
+    /// record of that scope) completed, if it is completed.
+    fn completed_at(&self, req: RequestId) -> Option<SimTime> {
+        let record = self.index.record_of(self.index.request_scope(req)?)?;
+        self.completed[record.get()]
     }
 }
 
