@@ -71,10 +71,17 @@ pub fn draw(config: &SimConfig, rng: &mut SimRng) -> Vec<Operation> {
         gen.push_kind(kind, start_ms);
     }
     gen.ops.truncate(w.requests as usize);
-    // Operation ids are unique, so no two keys tie: an unstable sort gives
-    // the stable sort's order.
-    gen.ops.sort_unstable_by_key(|o| (o.start_ms, o.op));
-    gen.ops
+    by_start(gen.ops)
+}
+
+/// `ops` by start time, then id. Operation ids are unique, so no two keys
+/// tie: an unstable sort gives the stable sort's order. The keys are
+/// sorted, not the operations (large values, moved many times by a sort).
+fn by_start(ops: Vec<Operation>) -> Vec<Operation> {
+    let mut order: Vec<(u64, OpId, usize)> = ops.iter().enumerate().map(|(i, o)| (o.start_ms, o.op, i)).collect();
+    order.sort_unstable();
+    let mut slots: Vec<Option<Operation>> = ops.into_iter().map(Some).collect();
+    order.into_iter().map(|(_, _, i)| slots[i].take().expect("each index once")).collect()
 }
 
 fn pick_kind(mix: &Mix, rng: &mut SimRng) -> (OpKind, usize) {

@@ -304,7 +304,15 @@ impl World {
         // `History::push`, spelled out: through the call, the event was
         // copied twice more on its way into the history (an event is large).
         self.history.assert_next_at(at);
-        self.history.entries.push(idemsim_model::history::Entry { at, node, event });
+        let entries = &mut self.history.entries;
+        entries.reserve(1);
+        // Written straight into the vector's free slot: `push` keeps the
+        // value on the stack across its growth check, one more copy of a
+        // large event.
+        entries.spare_capacity_mut()[0].write(idemsim_model::history::Entry { at, node, event });
+        // SAFETY: `reserve(1)` made room for one more entry, and the slot
+        // past the old length was written just above.
+        unsafe { entries.set_len(entries.len() + 1) };
         if tracing::level_enabled!(tracing::Level::DEBUG) {
             self.log_last();
         }
