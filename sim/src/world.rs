@@ -369,7 +369,11 @@ impl World {
 
     pub fn node_time(&self, node: NodeId, now: SimTime) -> SimTime {
         let Some(state) = self.nodes.get(&node) else { return now };
-        let drift = (now.0 as i128 * i128::from(state.drift_ppm)) / 1_000_000;
+        // Most clocks do not drift: no 128-bit division for them.
+        let drift = match state.drift_ppm {
+            0 => 0,
+            ppm => (now.0 as i128 * i128::from(ppm)) / 1_000_000,
+        };
         let local = now.0 as i128 + i128::from(state.offset_ms) + drift;
         SimTime(local.clamp(0, i128::from(u64::MAX)) as u64)
     }
