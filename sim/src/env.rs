@@ -16,6 +16,8 @@ use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{
     Attempt, DownstreamKey, Event, NodeId, OutboxEntry, Request, RequestId, RetryPolicy, Scope, SimTime,
 };
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 /// One request copy, or one background job, on one simulated node.
@@ -141,13 +143,28 @@ impl Env for SimEnv {
         self.node.now()
     }
 
-    async fn store(&self, op: StoreOp) -> Option<StoreReply> {
-        let timeout = self.config.protocol.store_timeout_ms;
-        match self.node.call(NodeId::Db, self.origin, CallBody::Store(op), timeout).await? {
-            ReplyBody::Store(StoreReply::Failed(_)) => None,
-            ReplyBody::Store(reply) => Some(reply),
-            _ => None,
-        }
+    /// Written out, not `async fn`: the operation goes into its message's
+    /// box here, once, and the future keeps the box. As an `async fn`, the
+    /// operation (large) was copied into the future's state, that state
+    /// into its box, and then out into the message. Nothing is sent before
+    /// the future is first polled, as before.
+    fn store<'life0, 'async_trait>(
+        &'life0 self,
+        op: StoreOp,
+    ) -> Pin<Box<dyn Future<Output = Option<StoreReply>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        let msg = Box::new(Msg::Call { id: 0, from: self.node.id, origin: self.origin, body: CallBody::Store(op) });
+        Box::pin(async move {
+            let timeout = self.config.protocol.store_timeout_ms;
+            match self.node.call_boxed(NodeId::Db, msg, timeout).await? {
+                ReplyBody::Store(StoreReply::Failed(_)) => None,
+                ReplyBody::Store(reply) => Some(reply),
+                _ => None,
+            }
+        })
     }
 
     async fn charge(
@@ -271,12 +288,25 @@ impl ClientEnv for SimClient {
         self.node.sim.with(|w| w.bucket(self.client).try_spend())
     }
 
-    async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
+    /// Written out, as `SimEnv::store`: the request goes into its
+    /// message's box here, and the future keeps the box.
+    fn send<'life0, 'async_trait>(
+        &'life0 self,
+        req: RequestId,
+        to: NodeId,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Option<Reply>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
         let msg = Box::new(Msg::Request { req, request });
-        match *self.node.request(to, req, msg, self.config.protocol.retry.timeout_ms).await? {
-            Msg::Response { reply, .. } => Some(reply),
-            _ => None,
-        }
+        Box::pin(async move {
+            match *self.node.request(to, req, msg, self.config.protocol.retry.timeout_ms).await? {
+                Msg::Response { reply, .. } => Some(reply),
+                _ => None,
+            }
+        })
     }
 
     async fn sleep_ms(&self, ms: u64) {

@@ -75,17 +75,33 @@ impl Node {
         body: CallBody,
         timeout_ms: u64,
     ) -> impl std::future::Future<Output = Option<ReplyBody>> + use<> {
+        self.call_boxed(to, Box::new(Msg::Call { id: 0, from: self.id, origin, body }), timeout_ms)
+    }
+
+    /// [`Node::call`] for a call already in its box: `msg` is a
+    /// [`Msg::Call`] from this node, whose id is set here. A caller that
+    /// boxes the body where it is made spares a large one its copies on the
+    /// way (see `SimEnv::store`).
+    pub fn call_boxed(
+        &self,
+        to: NodeId,
+        mut msg: Box<Msg>,
+        timeout_ms: u64,
+    ) -> impl std::future::Future<Output = Option<ReplyBody>> + use<> {
+        let Msg::Call { id: slot, from, origin, .. } = &mut *msg else { panic!("call_boxed sends a call") };
+        assert_eq!(*from, self.id, "a node calls in its own name");
         // The id is keyed by the origin (not the node, see `Msg::key`), so that the call's draws
         // (and its reply's) do not depend on how many calls came before.
         // One step: register, send, and set the deadline.
         let mut w = self.sim.lock();
-        let what = crate::rng::key(&[crate::msg::origin_key(origin)]);
+        let what = crate::rng::key(&[crate::msg::origin_key(*origin)]);
         let mut id = w.fresh_key(what);
         while w.calls.holds(&id) {
             id = crate::rng::key(&[id]);
         }
+        *slot = id;
         w.calls.wait(id, self.id);
-        w.send(self.id, to, Box::new(Msg::Call { id, from: self.id, origin, body }));
+        w.send(self.id, to, msg);
         w.expire_after(timeout_ms, Waiter::Call(id));
         drop(w);
         // Whatever ends the wait (the reply, once this takes it; the
