@@ -49,6 +49,7 @@ mod msg;
 mod net;
 mod node;
 mod nodes;
+mod occurrences;
 pub mod plan;
 pub mod protocol;
 pub mod rng;

@@ -320,9 +320,9 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         net: Keyed::new(seed, Stream::Net),
         clients: Keyed::new(seed, Stream::Clients),
         servers: Keyed::new(seed, Stream::Servers),
-        // Every message and call takes a key: sized for a run's worth, as
-        // growing it step by step costs more than the run's look-ups.
-        occurrences: crate::world::Prehashed::with_capacity_and_hasher(ops.len() * 32, Default::default()),
+        // Every message and call takes a key: this thread's table, kept
+        // across its runs (see `occurrences`).
+        occurrences: crate::occurrences::Occurrences::take(),
         messages: 0,
         faults_on: true,
         nodes: Default::default(),
@@ -332,7 +332,8 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         steps: 0,
         abort: Some(abort_tx),
         aborted: None,
-        // Sized for a run's worth, as `occurrences`.
+        // Sized for a run's worth: growing step by step costs more than the
+        // run's look-ups.
         records: crate::world::Lookup::with_capacity_and_hasher(ops.len(), Default::default()),
         charges: BTreeMap::new(),
         consumed: Default::default(),
@@ -371,6 +372,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         // init closures that hold the world: break the cycle, or every run
         // leaks its runtime and world.
         w.tear_down();
+        w.occurrences.put_back();
         outcome.messages = w.messages;
         (std::mem::take(&mut w.history), w.aborted.take())
     });

@@ -22,12 +22,8 @@ use std::sync::Arc;
 /// looked up by key, never iterated: no hash order can reach a run.
 pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
-/// A [`Lookup`] keyed by numbers that are hashes already (keyed-draw keys
-/// and call ids are SplitMix64 outputs, uniform over `u64`): the key is its
-/// own hash. Never iterated either, except in key order.
-pub(crate) type Prehashed<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<PassThrough>>;
-
-/// The hasher of [`Prehashed`]: a `u64` key passes through.
+/// The hasher of tables keyed by numbers that are hashes already (call ids
+/// are SplitMix64 outputs, uniform over `u64`): the key is its own hash.
 #[derive(Default)]
 pub(crate) struct PassThrough(u64);
 
@@ -37,7 +33,7 @@ impl std::hash::Hasher for PassThrough {
     }
 
     fn write(&mut self, _: &[u8]) {
-        unreachable!("a Prehashed map is keyed by u64")
+        unreachable!("a pass-through hash is of a u64")
     }
 
     fn write_u64(&mut self, n: u64) {
@@ -98,7 +94,7 @@ pub(crate) struct World {
     pub clients: Keyed,
     pub servers: Keyed,
     /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
-    pub occurrences: Prehashed<u32>,
+    pub occurrences: crate::occurrences::Occurrences,
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
     pub faults_on: bool,
@@ -331,9 +327,8 @@ impl World {
     /// Keyed draws and call ids use it, so that what one thing draws never
     /// depends on how many other things drew before it.
     pub fn fresh_key(&mut self, base: u64) -> u64 {
-        let n = self.occurrences.entry(base).or_insert(0);
-        *n += 1;
-        crate::rng::key(&[base, u64::from(*n)])
+        let n = self.occurrences.bump(base);
+        crate::rng::key(&[base, u64::from(n)])
     }
 
     /// Counts one step against the budget.
