@@ -275,12 +275,16 @@ impl Sim {
         self.0.try_lock().map(|mut w| f(&mut w))
     }
 
-    /// Appends an event at the current true time.
-    #[inline]
+    /// Appends an event at the current true time. Inlined into its callers
+    /// (the environments' `record`): as a call of its own, the event was
+    /// copied twice more on its way.
+    #[inline(always)]
     pub fn record(&self, node: NodeId, event: Event) {
-        // Not through `with`: a closure that owns the event is one more
-        // copy of it, and an event is large.
-        self.lock().record(node, event);
+        // Not through `with`, nor through `World::record`: an event is
+        // large, and each move into another binding was one more copy.
+        let event = std::mem::ManuallyDrop::new(event);
+        // SAFETY: `event` is not used or dropped after this.
+        unsafe { self.lock().record_moved(node, &event) }
     }
 
     /// The clock of `node`: true time plus its offset and drift.
@@ -295,20 +299,35 @@ impl World {
     /// history), with the debug log out of line.
     #[inline(always)]
     pub fn record(&mut self, node: NodeId, event: Event) {
+        let event = std::mem::ManuallyDrop::new(event);
+        // SAFETY: `event` is not used or dropped after this.
+        unsafe { self.record_moved(node, &event) }
+    }
+
+    /// [`World::record`] of an event the history takes over: copied once,
+    /// straight into the history's free slot (`History::push`, spelled
+    /// out: through a call, or an `Entry` built first, a large event was
+    /// copied again at each step).
+    ///
+    /// # Safety
+    /// The caller must treat `event` as moved: never use or drop it after.
+    #[inline(always)]
+    unsafe fn record_moved(&mut self, node: NodeId, event: &Event) {
         self.step();
         let at = self.now();
-        // `History::push`, spelled out: through the call, the event was
-        // copied twice more on its way into the history (an event is large).
         self.history.assert_next_at(at);
         let entries = &mut self.history.entries;
         entries.reserve(1);
-        // Written straight into the vector's free slot: `push` keeps the
-        // value on the stack across its growth check, one more copy of a
-        // large event.
-        entries.spare_capacity_mut()[0].write(idemsim_model::history::Entry { at, node, event });
-        // SAFETY: `reserve(1)` made room for one more entry, and the slot
-        // past the old length was written just above.
-        unsafe { entries.set_len(entries.len() + 1) };
+        let slot = entries.spare_capacity_mut()[0].as_mut_ptr();
+        // SAFETY: `reserve(1)` made room for one more entry and `slot`
+        // points at it; every field is written before the length covers
+        // it; the event is read once, and its owner gives it up (above).
+        unsafe {
+            std::ptr::addr_of_mut!((*slot).at).write(at);
+            std::ptr::addr_of_mut!((*slot).node).write(node);
+            std::ptr::copy_nonoverlapping(event, std::ptr::addr_of_mut!((*slot).event), 1);
+            entries.set_len(entries.len() + 1);
+        }
         if tracing::level_enabled!(tracing::Level::DEBUG) {
             self.log_last();
         }
