@@ -516,21 +516,32 @@ impl Event {
     /// What an accepted completion commits, in order: the local effect row
     /// (if any), then the completion itself with its outbox messages.
     pub fn completion(by: Origin, scope: &Scope, attempt: Attempt, completion: &crate::Completion) -> Vec<Event> {
-        let effect = completion.local_effect.as_ref().map(|effect| Event::LocalEffectCommitted {
-            by,
-            scope: scope.clone(),
-            attempt,
-            effect_id: effect.id.clone(),
-        });
+        let mut events = Vec::with_capacity(2);
+        Event::each_of_completion(by, scope, attempt, completion, |event| events.push(event));
+        events
+    }
+
+    /// [`Event::completion`], handing each event to `each` instead of
+    /// collecting them (a recorder that appends them to a history then
+    /// needs no vector of its own).
+    pub fn each_of_completion(
+        by: Origin,
+        scope: &Scope,
+        attempt: Attempt,
+        completion: &crate::Completion,
+        mut each: impl FnMut(Event),
+    ) {
+        if let Some(effect) = &completion.local_effect {
+            each(Event::LocalEffectCommitted { by, scope: scope.clone(), attempt, effect_id: effect.id.clone() });
+        }
         let outbox = completion.outbox.iter().map(|m| m.id.clone()).collect();
-        let written = Event::CompletionWritten {
+        each(Event::CompletionWritten {
             by,
             scope: scope.clone(),
             attempt,
             response: completion.response.clone(),
             outbox,
-        };
-        effect.into_iter().chain([written]).collect()
+        });
     }
 }
 

@@ -158,11 +158,11 @@ impl World {
             }
             _ => {}
         }
-        let events = op.events(by, reply);
-        let recorded = !events.is_empty();
-        for event in events {
+        let mut recorded = false;
+        op.each_event(by, reply, |event| {
+            recorded = true;
             self.record(NodeId::Db, event);
-        }
+        });
         match (op, reply) {
             (StoreOp::Complete { completion, .. }, StoreReply::Write(WriteOutcome::Applied))
                 if !completion.outbox.is_empty() =>

@@ -190,6 +190,15 @@ impl StoreOp {
     /// Reads, scans and sweeps record nothing here (a sweep's events need
     /// the record's age, which only the environment knows).
     pub fn events(&self, by: Origin, reply: &StoreReply) -> Vec<Event> {
+        let mut events = Vec::new();
+        self.each_event(by, reply, |event| events.push(event));
+        events
+    }
+
+    /// [`StoreOp::events`], handing each event to `each` instead of
+    /// collecting them: the simulator's database appends them straight to
+    /// the history, without a vector per operation.
+    pub fn each_event(&self, by: Origin, reply: &StoreReply, mut each: impl FnMut(Event)) {
         let fenced =
             |scope: &Scope, attempt: Attempt, write| Event::WriteFenced { by, scope: scope.clone(), attempt, write };
         let event = match (self, reply) {
@@ -224,7 +233,7 @@ impl StoreOp {
                 fenced(scope, *attempt, WriteKind::RecoveryPoint)
             }
             (StoreOp::Complete { scope, attempt, completion }, StoreReply::Write(WriteOutcome::Applied)) => {
-                return Event::completion(by, scope, *attempt, completion);
+                return Event::each_of_completion(by, scope, *attempt, completion, each);
             }
             (StoreOp::Complete { scope, attempt, .. }, StoreReply::Write(WriteOutcome::Fenced)) => {
                 fenced(scope, *attempt, WriteKind::Completion)
@@ -241,9 +250,9 @@ impl StoreOp {
                 attempt: *attempt,
                 effect_id: effect.id.clone(),
             },
-            _ => return Vec::new(),
+            _ => return,
         };
-        vec![event]
+        each(event);
     }
 }
 
