@@ -2,23 +2,29 @@
 
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Attempt, MessageId, Scope, SimTime};
+use crate::lookup::Lookup;
 use crate::record::{
     Claim, Completion, LocalEffect, OutboxEntry, Record, RecordState, RecoveryPoint, Takeover, WriteOutcome,
 };
-use std::collections::BTreeMap;
 
-/// The store operations of PROTOCOL.md sections 4 to 8 over a `BTreeMap`,
-/// one at a time. Each method is the specification of the store-trait method
+/// The store operations of PROTOCOL.md sections 4 to 8 over hash maps, one
+/// at a time. Each method is the specification of the store-trait method
 /// of the same name.
+///
+/// Records are looked up by scope (every operation does so once) in a map
+/// with a fixed hasher; the scans that answer in scope order (`sweep`,
+/// `stale_in_progress`) filter the map and sort what they found, so no hash
+/// order reaches an answer. (A B-tree cost a dozen string comparisons a
+/// look-up.)
 #[derive(Clone, Debug, Default)]
 pub struct RefStore {
-    records: BTreeMap<Scope, Record>,
+    records: Lookup<Scope, Record>,
     /// Released records leave a tombstone with their attempt, so a later
     /// claim of the key continues the count: a fencing token is never
     /// reused for a key (deleting the row would reset it to 1, letting a
     /// stale holder of the old record write into the new one).
-    tombstones: BTreeMap<Scope, (Attempt, SimTime)>,
-    effects: BTreeMap<Scope, Vec<LocalEffect>>,
+    tombstones: Lookup<Scope, (Attempt, SimTime)>,
+    effects: Lookup<Scope, Vec<LocalEffect>>,
     outbox: Vec<(OutboxEntry, bool)>,
 }
 
@@ -114,12 +120,13 @@ impl RefStore {
     /// Tombstones as old go too, silently.
     pub fn sweep(&mut self, now: SimTime, window_ms: u64) -> Vec<Scope> {
         self.tombstones.retain(|_, (_, created_at)| created_at.plus_ms(window_ms) > now);
-        let expired: Vec<Scope> = self
+        let mut expired: Vec<Scope> = self
             .records
             .iter()
             .filter(|(_, r)| r.is_completed() && r.created_at.plus_ms(window_ms) <= now)
             .map(|(s, _)| s.clone())
             .collect();
+        expired.sort_unstable();
         for scope in &expired {
             self.records.remove(scope);
         }
@@ -129,12 +136,13 @@ impl RefStore {
     /// `in_progress` records whose lease expired at or before `now`, in scope
     /// order, at most `limit`.
     pub fn stale_in_progress(&self, now: SimTime, limit: usize) -> Vec<(Scope, Record)> {
-        self.records
+        let mut stale: Vec<(&Scope, &Record)> = self
+            .records
             .iter()
             .filter(|(_, r)| matches!(r.state, RecordState::InProgress { locked_until, .. } if locked_until <= now))
-            .take(limit)
-            .map(|(s, r)| (s.clone(), r.clone()))
-            .collect()
+            .collect();
+        stale.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        stale.into_iter().take(limit).map(|(s, r)| (s.clone(), r.clone())).collect()
     }
 
     /// Unpublished outbox messages in commit order, at most `limit`.
