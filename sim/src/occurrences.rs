@@ -2,8 +2,8 @@
 //! [`crate::world::World::fresh_key`]: asked about once per message, call
 //! and handler. The bases are hashes already (see [`crate::rng::key`]), so a
 //! base's low bits are its slot, and an open-addressing table of
-//! `(base, count)` pairs does in a few instructions what a general hash
-//! map did in about sixty.
+//! `(base, count, generation)` slots does in a few instructions what a
+//! general hash map did in about sixty.
 //!
 //! A worker thread keeps one table for all the runs it makes (as it keeps
 //! its fingerprint memo, see `worker_memo`): each run has its own
