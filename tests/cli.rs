@@ -144,6 +144,8 @@ fn bench_prints_every_figure_as_json() {
         "none",
         "--instruction-seeds",
         "2",
+        "--repeats",
+        "2",
         "--json",
     ];
     let (code, out, err) = idemsim(&args);
@@ -160,6 +162,11 @@ fn bench_prints_every_figure_as_json() {
         assert!(doc[key].as_f64().unwrap() > 0.0, "{key}: {doc}");
     }
     assert!(doc["jobs_scaling"]["ratio"].as_f64().unwrap() > 0.0);
+    // Two sweeps of each kind, and the figure is their median.
+    let runs: Vec<f64> = doc["seeds_per_sec_runs"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+    assert_eq!(runs.len(), 2, "{doc}");
+    assert_eq!(doc["seeds_per_sec_two_jobs_runs"].as_array().unwrap().len(), 2, "{doc}");
+    assert!((doc["seeds_per_sec"].as_f64().unwrap() - (runs[0] + runs[1]) / 2.0).abs() < 1e-6, "{doc}");
     assert_eq!(doc["scaling"].as_array().unwrap().len(), 6);
     let ttff = doc["time_to_first_failure"].as_object().unwrap();
     for variant in ["check-then-insert", "takeover-without-bump", "unfenced-completion"] {
@@ -178,6 +185,9 @@ fn bench_prints_every_figure_as_json() {
     assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
     let (code, _, err) = idemsim(&["bench", "--stress-store", "oracle"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
+    let (code, _, err) = idemsim(&["bench", "--repeats", "0"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     let (code, _, err) = idemsim(&["run", "--shard", "0/4"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
 }

@@ -333,6 +333,10 @@ struct BenchArgs {
     /// Seeds whose instructions callgrind counts (needs valgrind; 0 skips).
     #[arg(long, default_value_t = 20)]
     instruction_seeds: u64,
+    /// Throughput sweeps of each kind (one worker, two workers); the
+    /// wall-clock figures are their medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=99))]
+    repeats: u32,
     /// Real store for the side-by-side with stress: pg, mysql or none.
     #[arg(long, default_value = "pg")]
     stress_store: String,
@@ -925,6 +929,7 @@ fn cmd_bench(args: BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         stress_target,
         scaling_seeds: args.scaling_seeds,
         instruction_seeds: args.instruction_seeds,
+        repeats: args.repeats,
     };
     let quiet = args.json;
     let say = |line: &str| {

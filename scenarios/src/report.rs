@@ -400,7 +400,14 @@ pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Res
     if r.interrupted {
         writeln!(out, "  INTERRUPTED (Ctrl-C): the figures below are partial, and no target is judged")?;
     }
-    writeln!(out, "  seeds/s, one core      {:>12.0}", r.seeds_per_sec)?;
+    let runs = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ");
+    writeln!(
+        out,
+        "  seeds/s, one core      {:>12.0}  (median of {} sweeps: {})",
+        r.seeds_per_sec,
+        r.seeds_per_sec_runs.len(),
+        runs(&r.seeds_per_sec_runs)
+    )?;
     writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
     writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
     writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
@@ -410,7 +417,14 @@ pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Res
         r.expiry_sim_to_wall_ratio, r.expiry_ms_per_sim_day
     )?;
     let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
-    writeln!(out, "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x)", j("jobs_1"), j("jobs_2"), j("ratio"))?;
+    writeln!(
+        out,
+        "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x; two-worker sweeps: {})",
+        j("jobs_1"),
+        j("jobs_2"),
+        j("ratio"),
+        runs(&r.seeds_per_sec_two_jobs_runs)
+    )?;
     writeln!(out, "cost per seed:")?;
     writeln!(out, "  {:<26} {:>10} {:>12} {:>10}", "configuration", "us/seed", "events/seed", "ns/event")?;
     for p in &r.scaling {
