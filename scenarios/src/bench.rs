@@ -290,7 +290,8 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     say("throughput, one and two workers");
     let runs = throughput_runs(&default, spec)?;
     let peak_rss_mib = runs.peak_rss_mib;
-    let seeds_per_sec = median(runs.one.iter().map(|r| r.0).collect());
+    let seeds_per_sec_runs: Vec<f64> = runs.one.iter().map(|r| r.0).collect();
+    let seeds_per_sec = median(seeds_per_sec_runs.clone());
     let events_per_sec = median(runs.one.iter().map(|r| r.1).collect());
     let sim_to_wall_ratio = median(runs.one.iter().map(|r| r.2).collect());
     let two = median(runs.two.clone());
@@ -363,7 +364,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         expiry_ms_per_sim_day,
         peak_rss_mib,
         jobs_scaling,
-        seeds_per_sec_runs: runs.one.iter().map(|r| r.0).collect(),
+        seeds_per_sec_runs,
         seeds_per_sec_two_jobs_runs: runs.two,
         scaling,
         time_to_first_failure,
