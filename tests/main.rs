@@ -8,5 +8,6 @@ mod conformance;
 mod determinism;
 mod real_stores;
 mod redis_store;
+mod setup;
 mod simulation;
 mod workshop;
