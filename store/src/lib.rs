@@ -22,6 +22,7 @@
 //! # });
 //! ```
 
+#[cfg(feature = "kit")]
 pub mod conformance;
 mod durability;
 mod error;
@@ -34,7 +35,9 @@ mod panic;
 mod pg;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(any(feature = "sqlite", feature = "pg", feature = "mysql"))]
 mod sql;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod text;
@@ -50,6 +53,7 @@ pub use panic::panic_message;
 pub use pg::{PgStore, PG_APPLICATION_NAME, POSTGRES_SCHEMA};
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
 pub use text::{mask_url, plain as plain_error};

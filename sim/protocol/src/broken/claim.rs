@@ -1,7 +1,7 @@
 //! Broken claims (section 4): a read, and execution whenever the read
 //! found nothing, even if the insert then finds a row.
 
-use crate::protocol::{Claimed, Correct, Env, KeyLock, Protocol, Reply, StoreOp, StoreReply};
+use crate::{Claimed, Correct, Env, KeyLock, Protocol, Reply, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{Claim, Fingerprint, Scope, SimTime};
 

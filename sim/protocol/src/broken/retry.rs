@@ -1,6 +1,6 @@
 //! Broken retries (section 7).
 
-use crate::protocol::{ClientEnv, Protocol};
+use crate::{ClientEnv, Protocol};
 use idemsim_model::{IdempotencyKey, Request};
 
 /// `retry: on-4xx`: any 4xx is retried too (a 400 or a 422 never heals).

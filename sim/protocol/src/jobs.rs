@@ -2,8 +2,8 @@
 //! records (section 6), the sweeper (section 8) and one pass of the outbox
 //! relay. Every environment runs this one copy.
 
-use crate::protocol::execution::{completion, request_from};
-use crate::protocol::{Env, Protocol, StoreOp, StoreReply};
+use crate::execution::{completion, request_from};
+use crate::{Env, Protocol, StoreOp, StoreReply};
 use idemsim_model::{Event, Record, RecordState, Scope, Takeover};
 
 /// Records a scan or a relay pass takes at a time.

@@ -1,7 +1,7 @@
 //! Broken record keeping (sections 2 and 3): the lease, the key, the
 //! fingerprint comparison and validation errors.
 
-use crate::protocol::{Claimed, Correct, Env, Protocol, Reply, StoreOp};
+use crate::{Claimed, Correct, Env, Protocol, Reply, StoreOp};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, CallerId, Claim, Completion, Fingerprint, IdempotencyKey, Record, Request, Scope, SimTime, Takeover,

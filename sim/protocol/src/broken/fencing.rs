@@ -1,8 +1,8 @@
 //! Broken fencing (section 6): the takeover, the downstream key and the
 //! completion.
 
-use crate::protocol::execution::attempt_downstream_key;
-use crate::protocol::{Correct, Env, Protocol, StoreOp, StoreReply};
+use crate::execution::attempt_downstream_key;
+use crate::{Correct, Env, Protocol, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Completion, DownstreamKey, Fingerprint, RecordState, Scope, SimTime, Takeover, WriteOutcome,

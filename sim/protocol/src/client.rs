@@ -4,7 +4,7 @@
 //! the total time, spend the retry budget. Every environment runs this
 //! one copy.
 
-use crate::protocol::{ClientEnv, Protocol};
+use crate::{ClientEnv, Protocol};
 use idemsim_model::history::RetryCause;
 use idemsim_model::{Event, OpId, Request, RequestId, Try};
 

@@ -3,8 +3,8 @@
 //! stale record, execute (validate, recovery point, dependency, local
 //! effect), complete. Every environment runs this one copy.
 
-use crate::protocol::execution::{completion, recovery_data, validate};
-use crate::protocol::{Env, FaultSite, Proceed, Protocol, Reply, StoreOp, StoreReply};
+use crate::execution::{completion, recovery_data, validate};
+use crate::{Env, FaultSite, Proceed, Protocol, Reply, StoreOp, StoreReply};
 use idemsim_model::{
     decide, Attempt, Claim, Decision, Effects, Event, Fingerprint, RecoveryPoint, Request, RequestId, Scope, Takeover,
     WriteOutcome,

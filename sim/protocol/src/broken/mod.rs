@@ -22,8 +22,8 @@ pub use record::{
 pub use retry::{NewKeyPerRetry, NoJitter, RetryOn4xx, ThreeLayerRetries};
 pub use sweep::{SweepDeletesUnfinished, SweepWindowShort, SHORT_WINDOW_MS};
 
-use crate::protocol::{Claimed, ClientEnv, Correct, Env, Protocol, Reply, StoreReply};
 use crate::variant::*;
+use crate::{Claimed, ClientEnv, Correct, Env, Protocol, Reply, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Completion, DownstreamKey, Fingerprint, Record, Request, Scope, SimTime, StoredResponse, Takeover,

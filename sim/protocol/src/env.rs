@@ -5,8 +5,8 @@
 //! madsim's simulated network and clock, or over real connections and
 //! real time.
 
-use crate::config::ProtocolSettings;
-use crate::protocol::{Reply, StoreOp, StoreReply};
+use crate::ProtocolSettings;
+use crate::{Reply, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::history::Origin;
 use idemsim_model::{

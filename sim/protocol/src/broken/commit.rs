@@ -1,7 +1,7 @@
 //! Broken commits (sections 5 and 6): work done before the completing
 //! transaction instead of in it.
 
-use crate::protocol::{Env, Protocol, Reply, StoreOp};
+use crate::{Env, Protocol, Reply, StoreOp};
 use async_trait::async_trait;
 use idemsim_model::{Attempt, Completion, Event, OutboxEntry, Scope};
 

@@ -1,6 +1,6 @@
 //! Broken sweeps (section 8).
 
-use crate::protocol::{Correct, Env, Protocol, StoreOp, StoreReply};
+use crate::{Correct, Env, Protocol, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::SimTime;
 
@@ -35,7 +35,7 @@ impl Protocol for SweepDeletesUnfinished {
     }
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
         Correct.sweep(env, now, window_ms).await;
-        let limit = crate::protocol::jobs::BATCH;
+        let limit = crate::jobs::BATCH;
         let Some(StoreReply::Stale(stale)) = env.store(StoreOp::StaleInProgress { now, limit }).await else {
             return;
         };

@@ -1,6 +1,6 @@
 //! A server's answer to one request, and the answers of the replay table.
 
-use crate::config::ProtocolSettings;
+use crate::ProtocolSettings;
 use idemsim_model::history::Answer;
 use idemsim_model::{Claim, RecordState, SimTime, StoredResponse};
 

@@ -1,7 +1,7 @@
 //! A broken read (section 4: whoever did not insert reads the existing row
 //! and answers by the table): the record comes from a per-server cache.
 
-use crate::protocol::{Claimed, ClientEnv, Env, Protocol, Reply, StoreReply};
+use crate::{Claimed, ClientEnv, Env, Protocol, Reply, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, DownstreamKey, Fingerprint, NodeId, Record, Request, Scope, SimTime, StoredResponse,
@@ -133,7 +133,7 @@ impl<P: Protocol> Protocol for StaleCache<P> {
 
 #[cfg(test)]
 mod tests {
-    use crate::protocol::Protocol;
+    use crate::Protocol;
     use crate::{ClaimStep, ReadStep, Steps};
 
     /// The steps' protocol wraps a cache around the steps, which then read

@@ -6,8 +6,8 @@
 //! client's retry loop, the background jobs) lives beside this file and is
 //! shared by every environment.
 
-use crate::protocol::execution::downstream_key;
-use crate::protocol::{ClientEnv, Env, Reply, StoreOp, StoreReply};
+use crate::execution::downstream_key;
+use crate::{ClientEnv, Env, Reply, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, DownstreamKey, Fingerprint, Record, Request, Scope, SimTime, StoredResponse, Takeover,
@@ -38,7 +38,7 @@ impl Claimed {
 /// different) step. Section numbers are PROTOCOL.md's.
 ///
 /// ```
-/// use idemsim_sim::protocol::Protocol;
+/// use idemsim_protocol::Protocol;
 /// use idemsim_model::StoredResponse;
 ///
 /// /// Replays a stored body re-encoded (a bug: not byte for byte).
@@ -63,7 +63,7 @@ pub trait Protocol: Send + Sync {
     /// a fault site and sends nothing. The provided flow calls the steps
     /// below; override it only to replace the whole handler.
     async fn respond(&self, env: &dyn Env, request: &Request, fingerprint: &Fingerprint) -> Option<Reply> {
-        crate::protocol::server::respond(self, env, request, fingerprint).await
+        crate::server::respond(self, env, request, fingerprint).await
     }
 
     /// Section 2: the record's key, `(caller, key)`; `None` without a key.

@@ -9,7 +9,7 @@
 //! catalogue's built-in ones.
 //!
 //! ```
-//! use idemsim_sim::{ClaimStep, CompletionStep, Steps};
+//! use idemsim_protocol::{ClaimStep, CompletionStep, Steps};
 //! // Two broken steps at once: a racy claim and an unfenced completion.
 //! let mine = Steps { claim: ClaimStep::CheckThenInsert, completion: CompletionStep::Unfenced, ..Steps::default() };
 //! assert_eq!(mine.broken(), vec!["claim: check-then-insert", "completion: unfenced"]);
