@@ -3,9 +3,9 @@
 //! caught) and two middleware packages nobody here wrote, installed from
 //! the registries by `validation/setup.sh`. Also the bad targets.
 
-use idemsim_scenarios::cli::{run, EXIT_USAGE, EXIT_VIOLATION};
-use idemsim_scenarios::serve::{start, Running, ServeSpec};
-use idemsim_scenarios::target::StoreTarget;
+use idemsim::serve::{start, Running, ServeSpec};
+use idemsim::target::StoreTarget;
+use idemsim_cli::{run, EXIT_USAGE, EXIT_VIOLATION};
 use idemsim_sim::Variant;
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -3,11 +3,11 @@
 //! scenario file that replays to the same property; every correct variant
 //! is clean on seeds 0..2000 with the scenario's interleavings reached.
 
+use idemsim::shrink::{shrink, ShrinkSpec};
+use idemsim::sweep::{sweep, SweepSpec};
+use idemsim::{catalogue, Expect, Scenario};
 use idemsim_model::Event;
 use idemsim_model::Property;
-use idemsim_scenarios::shrink::{shrink, ShrinkSpec};
-use idemsim_scenarios::sweep::{sweep, SweepSpec};
-use idemsim_scenarios::{catalogue, Expect, Scenario};
 use idemsim_sim::{run_seed, ClaimStep, CompletionStep, Steps, StoreKind};
 use std::collections::{BTreeMap, BTreeSet};
 

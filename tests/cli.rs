@@ -1,6 +1,6 @@
 //! The command line: exit codes, messages, and the commands that reproduce.
 
-use idemsim_scenarios::cli::{run, EXIT_CLEAN, EXIT_USAGE, EXIT_VIOLATION};
+use idemsim_cli::{run, EXIT_CLEAN, EXIT_USAGE, EXIT_VIOLATION};
 
 pub(crate) fn idemsim(args: &[&str]) -> (i32, String, String) {
     let mut argv = vec!["idemsim".to_string()];

@@ -1,6 +1,6 @@
 //! One seed fully determines a run, whatever the thread count.
 
-use idemsim_scenarios::sweep::{sweep, SweepSpec};
+use idemsim::sweep::{sweep, SweepSpec};
 use idemsim_sim::{from_jsonl, run_seed, to_jsonl, SimConfig, StoreKind, Variant};
 
 fn trace(seed: u64) -> String {
@@ -48,7 +48,7 @@ fn results_do_not_depend_on_jobs() {
     assert_eq!(one.hashes, four.hashes);
     assert_eq!(one.coverage_total, two.coverage_total);
     assert_eq!(one.violations_by_property, four.violations_by_property);
-    let seeds = |r: &idemsim_scenarios::sweep::SweepReport| r.failures.iter().map(|f| f.seed).collect::<Vec<_>>();
+    let seeds = |r: &idemsim::sweep::SweepReport| r.failures.iter().map(|f| f.seed).collect::<Vec<_>>();
     assert_eq!(seeds(&one), seeds(&two));
     assert!(one.seeds_failed > 0, "the broken variant should fail somewhere in 60 seeds");
 }

@@ -5,7 +5,7 @@
 //! a server these tests skip with a message, except under `CI=true`, where a
 //! missing server fails the run.
 
-use idemsim_scenarios::target::StoreTarget;
+use idemsim::target::StoreTarget;
 use idemsim_store::conformance::Conformance;
 use idemsim_store::{IdempotencyStore, MySqlStore, PgStore, StoreError};
 use idemsim_tests::real::{mysql_url, pg_url, server_or_skip};
@@ -110,8 +110,8 @@ fn broken_sql_fails_the_kit_on_real_servers() {
 
 mod stress {
     use super::*;
-    use idemsim_scenarios::stress::{stress, StressSpec};
-    use idemsim_scenarios::target::StoreTarget;
+    use idemsim::stress::{stress, StressSpec};
+    use idemsim::target::StoreTarget;
     use idemsim_sim::Variant;
     use idemsim_store::StoreFlaw;
 
@@ -224,7 +224,7 @@ mod stress {
 
 mod cli {
     use super::*;
-    use idemsim_scenarios::cli::{run, EXIT_CLEAN, EXIT_USAGE};
+    use idemsim_cli::{run, EXIT_CLEAN, EXIT_USAGE};
 
     fn idemsim(args: &[&str]) -> (i32, String, String) {
         let argv = std::iter::once("idemsim").chain(args.iter().copied()).map(String::from).collect();

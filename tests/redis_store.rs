@@ -5,10 +5,10 @@
 //! a server, except under `CI=true`.
 
 use crate::cli::idemsim;
+use idemsim::stress::{stress, StressSpec};
+use idemsim::target::StoreTarget;
+use idemsim_cli::{EXIT_CLEAN, EXIT_USAGE};
 use idemsim_model::{Fingerprint, Property, Scope, SimTime};
-use idemsim_scenarios::cli::{EXIT_CLEAN, EXIT_USAGE};
-use idemsim_scenarios::stress::{stress, StressSpec};
-use idemsim_scenarios::target::StoreTarget;
 use idemsim_sim::Variant;
 use idemsim_store::conformance::Conformance;
 use idemsim_store::{IdempotencyStore, RedisStore, StoreFlaw};

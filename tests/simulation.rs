@@ -2,12 +2,12 @@
 //! interesting interleaving reached, and each broken step is caught and
 //! replays exactly.
 
+use idemsim::sweep::{sweep, SweepSpec};
 use idemsim_model::Property;
 use idemsim_model::{
     Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
     SimTime, Takeover, WriteOutcome,
 };
-use idemsim_scenarios::sweep::{sweep, SweepSpec};
 use idemsim_sim::{run_seed, FaultProfile, FaultSettings, RunError, SimConfig, StoreKind, Variant};
 use idemsim_store::StoreError;
 use idemsim_tests::broken::{Broken, Flaw};
@@ -258,7 +258,7 @@ fn a_store_that_errs_fails_the_run_with_its_name() {
 /// implementation as it does as a `Steps` value.
 #[test]
 fn each_variant_as_a_protocol_runs_exactly_as_its_steps() {
-    for scenario in idemsim_scenarios::catalogue::all() {
+    for scenario in idemsim::catalogue::all() {
         for name in scenario.expect.keys() {
             let Some(variant) = Variant::from_name(name) else { continue };
             let config = scenario.config_for(name).unwrap();

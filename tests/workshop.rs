@@ -4,8 +4,8 @@
 //! the stories, regenerate them with
 //! `IDEMSIM_BLESS=1 cargo test --release -p idemsim-tests workshop`.
 
-use idemsim_scenarios::catalogue;
-use idemsim_scenarios::shrink::{shrink, ShrinkSpec};
+use idemsim::catalogue;
+use idemsim::shrink::{shrink, ShrinkSpec};
 use idemsim_sim::{run_seed, StoreKind};
 use std::path::{Path, PathBuf};
 

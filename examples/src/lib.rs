@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use idemsim_examples::{RacyStore, ReEncodingReplay};
-//! use idemsim_scenarios::Simulation;
+//! use idemsim::Simulation;
 //!
 //! let report = Simulation::scenario("concurrent-duplicates")
 //!     .unwrap()

@@ -1,11 +1,11 @@
 //! A store with a claim made of two awaited steps.
 
-use async_trait::async_trait;
-use idemsim_model::{
+use idemsim::model::{
     Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecordState, RecoveryPoint,
     Scope, SimTime, Takeover, WriteOutcome,
 };
-use idemsim_store::{IdempotencyStore, MemStore, StoreError};
+use idemsim::prelude::async_trait;
+use idemsim::store::{IdempotencyStore, MemStore, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};

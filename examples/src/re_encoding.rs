@@ -1,7 +1,7 @@
 //! A protocol variant with a step no built-in variant has.
 
-use idemsim_model::StoredResponse;
-use idemsim_sim::protocol::Protocol;
+use idemsim::model::StoredResponse;
+use idemsim::sim::protocol::Protocol;
 
 /// Replays a completed record's response with its JSON body parsed and
 /// encoded again (keys sorted), as a framework that deserialises the

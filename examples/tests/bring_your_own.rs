@@ -3,12 +3,12 @@
 //! property, shrunk to a scenario file, and replayed from that file with
 //! the same trace hash. Only idemsim's public API is used.
 
+use idemsim::model::Property;
+use idemsim::store::conformance::Conformance;
+use idemsim::store::{MemStore, StoreError};
+use idemsim::stress::{stress_with, BoxFuture, Opened, StressSpec};
+use idemsim::Simulation;
 use idemsim_examples::{RacyStore, ReEncodingReplay};
-use idemsim_model::Property;
-use idemsim_scenarios::stress::{stress_with, BoxFuture, Opened, StressSpec};
-use idemsim_scenarios::Simulation;
-use idemsim_store::conformance::Conformance;
-use idemsim_store::{MemStore, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,7 +33,7 @@ fn caught_shrunk_and_replayed(sim: &Simulation, property: Property, file: &str) 
     shrunk.write(&path).unwrap();
 
     let mut again = Simulation::file(&path).unwrap();
-    again.store_kind(idemsim_sim::StoreKind::Mem);
+    again.store_kind(idemsim::sim::StoreKind::Mem);
     let subject = sim.subject().clone();
     if let Some(protocol) = subject.own_protocol() {
         again.protocol(protocol);
@@ -119,7 +119,7 @@ fn the_stress_mode_runs_a_store_of_ones_own() {
         Box::pin(async { Ok(Opened::store(RacyStore::new())) })
     };
     let spec = StressSpec { requests: 300, ..StressSpec::default() };
-    let report = stress_with(&spec, &open, Arc::new(idemsim_sim::protocol::Correct)).unwrap();
+    let report = stress_with(&spec, &open, Arc::new(idemsim::sim::protocol::Correct)).unwrap();
     assert_eq!(report.store, "racy");
     assert!(report.sends >= 300 && report.pauses > 0, "{report:?}");
 }
@@ -127,72 +127,72 @@ fn the_stress_mode_runs_a_store_of_ones_own() {
 /// A store whose every claim panics.
 struct Explodes;
 
-#[async_trait::async_trait]
-impl idemsim_store::IdempotencyStore for Explodes {
+#[idemsim::prelude::async_trait]
+impl idemsim::store::IdempotencyStore for Explodes {
     fn name(&self) -> &str {
         "explodes"
     }
     async fn claim(
         &self,
-        _: &idemsim_model::Scope,
-        _: &idemsim_model::Fingerprint,
-        _: idemsim_model::SimTime,
+        _: &idemsim::model::Scope,
+        _: &idemsim::model::Fingerprint,
+        _: idemsim::model::SimTime,
         _: u64,
-    ) -> Result<idemsim_model::Claim, StoreError> {
+    ) -> Result<idemsim::model::Claim, StoreError> {
         panic!("boom");
     }
     async fn take_over(
         &self,
-        _: &idemsim_model::Scope,
-        _: idemsim_model::Attempt,
-        _: idemsim_model::SimTime,
+        _: &idemsim::model::Scope,
+        _: idemsim::model::Attempt,
+        _: idemsim::model::SimTime,
         _: u64,
-    ) -> Result<idemsim_model::Takeover, StoreError> {
+    ) -> Result<idemsim::model::Takeover, StoreError> {
         Err(StoreError::Unavailable("unused".into()))
     }
     async fn write_recovery_point(
         &self,
-        _: &idemsim_model::Scope,
-        _: idemsim_model::Attempt,
-        _: &idemsim_model::RecoveryPoint,
-    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        _: &idemsim::model::Scope,
+        _: idemsim::model::Attempt,
+        _: &idemsim::model::RecoveryPoint,
+    ) -> Result<idemsim::model::WriteOutcome, StoreError> {
         Err(StoreError::Unavailable("unused".into()))
     }
     async fn complete(
         &self,
-        _: &idemsim_model::Scope,
-        _: idemsim_model::Attempt,
-        _: &idemsim_model::Completion,
-    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        _: &idemsim::model::Scope,
+        _: idemsim::model::Attempt,
+        _: &idemsim::model::Completion,
+    ) -> Result<idemsim::model::WriteOutcome, StoreError> {
         Err(StoreError::Unavailable("unused".into()))
     }
     async fn release(
         &self,
-        _: &idemsim_model::Scope,
-        _: idemsim_model::Attempt,
-    ) -> Result<idemsim_model::WriteOutcome, StoreError> {
+        _: &idemsim::model::Scope,
+        _: idemsim::model::Attempt,
+    ) -> Result<idemsim::model::WriteOutcome, StoreError> {
         Err(StoreError::Unavailable("unused".into()))
     }
-    async fn read(&self, _: &idemsim_model::Scope) -> Result<Option<idemsim_model::Record>, StoreError> {
+    async fn read(&self, _: &idemsim::model::Scope) -> Result<Option<idemsim::model::Record>, StoreError> {
         Ok(None)
     }
-    async fn effects(&self, _: &idemsim_model::Scope) -> Result<Vec<idemsim_model::LocalEffect>, StoreError> {
+    async fn effects(&self, _: &idemsim::model::Scope) -> Result<Vec<idemsim::model::LocalEffect>, StoreError> {
         Ok(Vec::new())
     }
-    async fn sweep(&self, _: idemsim_model::SimTime, _: u64) -> Result<Vec<idemsim_model::Scope>, StoreError> {
+    async fn sweep(&self, _: idemsim::model::SimTime, _: u64) -> Result<Vec<idemsim::model::Scope>, StoreError> {
         Ok(Vec::new())
     }
     async fn stale_in_progress(
         &self,
-        _: idemsim_model::SimTime,
+        _: idemsim::model::SimTime,
         _: usize,
-    ) -> Result<Vec<(idemsim_model::Scope, idemsim_model::Record)>, StoreError> {
+    ) -> Result<Vec<(idemsim::model::Scope, idemsim::model::Record)>, StoreError> {
         Ok(Vec::new())
     }
-    async fn outbox_pending(&self, _: usize) -> Result<Vec<idemsim_model::OutboxEntry>, StoreError> {
+    async fn outbox_pending(&self, _: usize) -> Result<Vec<idemsim::model::OutboxEntry>, StoreError> {
         Ok(Vec::new())
     }
-    async fn outbox_mark_published(&self, _: &idemsim_model::MessageId) -> Result<bool, StoreError> {
+    async fn outbox_mark_published(&self, _: &idemsim::model::MessageId) -> Result<bool, StoreError> {
         Ok(false)
     }
 }

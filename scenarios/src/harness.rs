@@ -141,7 +141,7 @@ fn seeds_asked(seed: Option<String>, seeds: Option<String>) -> Result<Option<Ran
         return Ok(Some(seed..seed.saturating_add(1)));
     }
     let Some(range) = seeds else { return Ok(None) };
-    crate::cli::parse_seeds(&range).map(Some).map_err(|e| format!("{SEEDS_VAR}: {e}"))
+    crate::sweep::parse_seeds(&range).map(Some).map_err(|e| format!("{SEEDS_VAR}: {e}"))
 }
 
 /// The command that runs this test again on `seed` alone.

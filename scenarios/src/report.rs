@@ -4,10 +4,8 @@ use crate::scenario::Scenario;
 use crate::sweep::SweepReport;
 use idemsim_sim::timeline::describe;
 use idemsim_sim::{trace_hash, RunOutcome, Subject};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{self, Write};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What was run.
 pub struct Context<'a> {
@@ -36,7 +34,7 @@ impl Context<'_> {
             Some(path) => format!("--file {}", path.display()),
             None => format!("--scenario {}", self.scenario.name),
         };
-        let mut cmd = format!("{} replay {source} --variant {} --seed {seed}", crate::cli::program(), self.variant);
+        let mut cmd = format!("{} replay {source} --variant {} --seed {seed}", crate::program::program(), self.variant);
         if self.subject.store_name() != "mem" {
             cmd.push_str(&format!(" --store {}", self.subject.store_name()));
         }
@@ -55,7 +53,7 @@ impl Context<'_> {
 
     /// The command that shrinks `seed`.
     pub fn shrink_command(&self, seed: u64) -> String {
-        let program = crate::cli::program();
+        let program = crate::program::program();
         self.replay_command(seed).replacen(&format!("{program} replay"), &format!("{program} shrink"), 1)
     }
 }
@@ -96,60 +94,6 @@ pub(crate) fn write_story_text(
         writeln!(out, "{line}")?;
     }
     Ok(())
-}
-
-/// A progress bar on a terminal, a line per tenth elsewhere.
-pub struct Progress {
-    total: u64,
-    bar: Option<ProgressBar>,
-    printed: AtomicU64,
-    enabled: bool,
-    started: std::time::Instant,
-    /// When the last line was printed, in ms since `started`.
-    last_line_ms: AtomicU64,
-}
-
-impl Progress {
-    /// A progress display for `total` seeds; silent when not `enabled`.
-    pub fn new(total: u64, enabled: bool) -> Progress {
-        use std::io::IsTerminal;
-        let bar = (enabled && io::stderr().is_terminal() && total > 1).then(|| {
-            let bar = ProgressBar::new(total);
-            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        });
-        let started = std::time::Instant::now();
-        Progress { total, bar, printed: AtomicU64::new(0), enabled, started, last_line_ms: AtomicU64::new(0) }
-    }
-
-    /// `done` seeds have finished.
-    pub fn tick(&self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-            return;
-        }
-        if !self.enabled || self.total < 100 {
-            return;
-        }
-        // A line per tenth, and one every 5 s on a long sweep.
-        let now_ms = self.started.elapsed().as_millis() as u64;
-        let due = now_ms >= self.last_line_ms.load(Ordering::Relaxed) + 5_000;
-        let tenth = done.is_multiple_of((self.total / 10).max(1));
-        if (tenth || due) && self.printed.fetch_max(done, Ordering::Relaxed) < done {
-            self.last_line_ms.store(now_ms, Ordering::Relaxed);
-            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            eprintln!("swept {done}/{} seeds ({rate:.0} seeds/s)", self.total);
-        }
-    }
-
-    /// Removes the bar.
-    pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// The sweep summary for a person.
@@ -390,92 +334,6 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
     }
     for v in r.violations.iter().take(5) {
         writeln!(out, "  {v}")?;
-    }
-    Ok(())
-}
-
-/// The bench report as tables.
-pub fn bench_text(r: &crate::bench::BenchReport, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "idemsim bench (default scenario, mem store)")?;
-    if r.interrupted {
-        writeln!(out, "  INTERRUPTED (Ctrl-C): the figures below are partial, and no target is judged")?;
-    }
-    let runs = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ");
-    writeln!(
-        out,
-        "  seeds/s, one core      {:>12.0}  (median of {} sweeps: {})",
-        r.seeds_per_sec,
-        r.seeds_per_sec_runs.len(),
-        runs(&r.seeds_per_sec_runs)
-    )?;
-    writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
-    writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
-    writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
-    writeln!(
-        out,
-        "  expiry-window          {:>12.0}x simulated/wall, {:.1} ms per simulated 24 h",
-        r.expiry_sim_to_wall_ratio, r.expiry_ms_per_sim_day
-    )?;
-    let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
-    writeln!(
-        out,
-        "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x; two-worker sweeps: {})",
-        j("jobs_1"),
-        j("jobs_2"),
-        j("ratio"),
-        runs(&r.seeds_per_sec_two_jobs_runs)
-    )?;
-    writeln!(out, "cost per seed:")?;
-    writeln!(out, "  {:<26} {:>10} {:>12} {:>10}", "configuration", "us/seed", "events/seed", "ns/event")?;
-    for p in &r.scaling {
-        writeln!(
-            out,
-            "  {:<26} {:>10.0} {:>12.0} {:>10.0}",
-            p.label, p.us_per_seed, p.events_per_seed, p.ns_per_event
-        )?;
-    }
-    let sweeps = r.time_to_first_failure_detail.values().next().map_or(0, |d| d.sweeps);
-    writeln!(out, "time to first failure ({sweeps} independent sweeps each):")?;
-    writeln!(
-        out,
-        "  {:<40} {:>10} {:>10} {:>9} {:>7} {:>7}",
-        "scenario/variant", "median ms", "worst ms", "med seeds", "worst", "found"
-    )?;
-    for (name, d) in &r.time_to_first_failure_detail {
-        writeln!(
-            out,
-            "  {name:<40} {:>10.1} {:>10.1} {:>9} {:>7} {:>4}/{}",
-            d.median_ms, d.worst_ms, d.median_seeds, d.worst_seeds, d.found, d.sweeps
-        )?;
-    }
-    writeln!(out, "simulation versus stress on a real database:")?;
-    for s in &r.side_by_side {
-        writeln!(
-            out,
-            "  {:<22} run {:>8.1} ms   stress {:>9.1} ms ({} requests)   stress/run {:>8.1}x",
-            s.bug, s.run_ms, s.stress_ms, s.stress_requests, s.ratio
-        )?;
-    }
-    if let Some(why) = &r.side_by_side_skipped {
-        writeln!(out, "  skipped: {why}")?;
-    }
-    writeln!(out, "instructions (callgrind; repeatable, unlike the wall-clock figures above):")?;
-    match (&r.instructions, &r.instructions_skipped) {
-        (Some(i), _) => writeln!(
-            out,
-            "  {:.2}M per default seed; bare madsim with the same {:.0} messages {:.2}M; ratio {:.2}x ({} seeds)",
-            i.per_seed / 1e6,
-            i.messages_per_seed,
-            i.floor_per_seed / 1e6,
-            i.ratio,
-            i.seeds
-        )?,
-        (None, why) => writeln!(out, "  skipped: {}", why.as_deref().unwrap_or("not asked for"))?,
-    }
-    writeln!(out, "targets:")?;
-    for t in &r.targets {
-        let mark = if t.pass { "PASS" } else { "FAIL" };
-        writeln!(out, "  [{mark}] {:<44} {:>14.1}  (goal {})", t.name, t.value, t.goal)?;
     }
     Ok(())
 }

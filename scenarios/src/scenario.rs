@@ -139,7 +139,7 @@ impl Scenario {
     /// Adds a variant of one's own, with the verdict it must get.
     ///
     /// ```
-    /// use idemsim_scenarios::{catalogue, Expect};
+    /// use idemsim::{catalogue, Expect};
     /// use idemsim_sim::{ClaimStep, Steps};
     /// use idemsim_model::Property;
     /// let mut s = catalogue::find("concurrent-duplicates").unwrap();

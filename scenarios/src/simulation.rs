@@ -3,7 +3,7 @@
 //! replays, shrinking, traces, HTML timelines and the determinism check.
 //!
 //! ```
-//! use idemsim_scenarios::Simulation;
+//! use idemsim::Simulation;
 //! use idemsim_store::MemStore;
 //!
 //! let report = Simulation::scenario("concurrent-duplicates")

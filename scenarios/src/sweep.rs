@@ -26,6 +26,17 @@ pub fn stopped() -> bool {
 /// How many failing seeds a report keeps in full.
 pub const FAILURES_KEPT: usize = 20;
 
+/// Parses a seed range `A..B` (B excluded, A < B).
+pub fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
+    let bad = || format!("'{s}' is not a seed range; expected A..B with A < B, e.g. 0..2000");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok(a..b)
+}
+
 /// What to sweep.
 #[derive(Clone, Debug)]
 pub struct SweepSpec {
@@ -260,4 +271,17 @@ fn diverges(spec: &SweepSpec, first: &RunOutcome) -> Option<Divergence> {
         e.map_or("(none)".to_string(), |e| serde_json::to_string(e).unwrap_or_default())
     };
     Some(Divergence { seed: first.seed, event, first: show(a.get(event)), second: show(b.get(event)) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_ranges_parse_or_explain() {
+        assert_eq!(parse_seeds("0..2000").unwrap(), 0..2000);
+        for bad in ["5..5", "9..1", "a..b", "12", "..3", "-1..4"] {
+            assert!(parse_seeds(bad).unwrap_err().contains("A..B"), "{bad}");
+        }
+    }
 }

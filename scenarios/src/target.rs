@@ -1,7 +1,14 @@
 //! Which real store a command talks to, and opening it.
 
 use crate::stress::Terminator;
-use idemsim_store::{IdempotencyStore, MemStore, MySqlStore, PgStore, RedisStore, SqliteStore, StoreError, StoreFlaw};
+#[cfg(feature = "mysql")]
+use idemsim_store::MySqlStore;
+#[cfg(feature = "pg")]
+use idemsim_store::PgStore;
+#[cfg(feature = "redis")]
+use idemsim_store::RedisStore;
+use idemsim_store::{IdempotencyStore, MemStore, SqliteStore, StoreError, StoreFlaw};
+#[cfg(any(feature = "pg", feature = "mysql", feature = "redis"))]
 use std::future::Future;
 use std::sync::Arc;
 
@@ -31,13 +38,28 @@ impl StoreTarget {
         if let ("mem" | "sqlite", Some(_)) = (name, url) {
             return Err(format!("--url applies to the pg, mysql and redis stores, not to {name}"));
         }
-        match name {
-            "mem" => Ok(StoreTarget::Mem),
-            "sqlite" => Ok(StoreTarget::Sqlite),
-            "pg" => Ok(StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"))),
-            "mysql" => Ok(StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"))),
-            "redis" => Ok(StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379"))),
-            other => Err(format!("unknown store '{other}'; expected mem, sqlite, pg, mysql or redis")),
+        let target = match name {
+            "mem" => StoreTarget::Mem,
+            "sqlite" => StoreTarget::Sqlite,
+            "pg" => StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")),
+            "mysql" => StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")),
+            "redis" => StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379")),
+            other => return Err(format!("unknown store '{other}'; expected mem, sqlite, pg, mysql or redis")),
+        };
+        match target.built() {
+            true => Ok(target),
+            false => Err(not_built(name)),
+        }
+    }
+
+    /// Whether this build has the store's adapter (the `pg`, `mysql` and
+    /// `redis` features).
+    pub fn built(&self) -> bool {
+        match self {
+            StoreTarget::Mem | StoreTarget::Sqlite => true,
+            StoreTarget::Pg(_) => cfg!(feature = "pg"),
+            StoreTarget::MySql(_) => cfg!(feature = "mysql"),
+            StoreTarget::Redis(_) => cfg!(feature = "redis"),
         }
     }
 
@@ -56,6 +78,7 @@ impl StoreTarget {
     /// Redis), with an optional
     /// flaw, and how to terminate its connections. Call inside a Tokio
     /// runtime; the store's connections belong to it.
+    #[cfg_attr(not(any(feature = "pg", feature = "mysql", feature = "redis")), allow(unused_variables))]
     pub async fn open(
         &self,
         schema: &str,
@@ -68,20 +91,27 @@ impl StoreTarget {
             (StoreTarget::Mem | StoreTarget::Sqlite, Some(_)) => {
                 Err(StoreError::Unavailable("--flaw applies to the pg, mysql and redis stores".into()))
             }
+            #[cfg(feature = "pg")]
             (StoreTarget::Pg(url), flaw) => serve(PgStore::connect(url, schema, pool).await?, flaw).await,
+            #[cfg(feature = "mysql")]
             (StoreTarget::MySql(url), flaw) => serve(MySqlStore::connect(url, schema, pool).await?, flaw).await,
+            #[cfg(feature = "redis")]
             (StoreTarget::Redis(url), flaw) => serve(RedisStore::connect(url, schema, pool).await?, flaw).await,
+            #[allow(unreachable_patterns)]
+            (other, _) => Err(StoreError::Unavailable(not_built(other.name()))),
         }
     }
 }
 
 /// What a server store offers beyond the trait, for stress runs.
+#[cfg(any(feature = "pg", feature = "mysql", feature = "redis"))]
 trait ServerStore: IdempotencyStore + Clone + 'static {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
     fn flawed(self, flaw: StoreFlaw) -> Self;
     fn terminate(&self, pick: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
+#[cfg(feature = "pg")]
 impl ServerStore for PgStore {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         PgStore::reset(self)
@@ -94,6 +124,7 @@ impl ServerStore for PgStore {
     }
 }
 
+#[cfg(feature = "redis")]
 impl ServerStore for RedisStore {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         RedisStore::reset(self)
@@ -106,6 +137,7 @@ impl ServerStore for RedisStore {
     }
 }
 
+#[cfg(feature = "mysql")]
 impl ServerStore for MySqlStore {
     fn reset(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         MySqlStore::reset(self)
@@ -119,6 +151,7 @@ impl ServerStore for MySqlStore {
 }
 
 /// An emptied server store, flawed if asked, with its connection killer.
+#[cfg(any(feature = "pg", feature = "mysql", feature = "redis"))]
 async fn serve<S: ServerStore>(
     store: S,
     flaw: Option<StoreFlaw>,
@@ -134,4 +167,9 @@ async fn serve<S: ServerStore>(
         Box::pin(async move { s.terminate(pick).await })
     });
     Ok((Arc::new(store), Some(terminate)))
+}
+
+/// Why a store cannot be opened: this build left its adapter out.
+pub fn not_built(store: &str) -> String {
+    format!("this idemsim was built without the `{store}` feature (the {store} store's adapter)")
 }

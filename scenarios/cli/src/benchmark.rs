@@ -2,16 +2,17 @@
 //! Figures are printed (and written as JSON), never asserted: targets get a
 //! pass/fail mark.
 
-use crate::catalogue;
-use crate::scenario::Expect;
-use crate::stress::{stress, StressSpec};
-use crate::sweep::{sweep, SweepSpec};
-use crate::target::StoreTarget;
+use idemsim::catalogue;
+use idemsim::scenario::Expect;
+use idemsim::stress::{stress, StressSpec};
+use idemsim::sweep::{sweep, SweepSpec};
+use idemsim::target::StoreTarget;
 use idemsim_sim::protocol::Correct;
 use idemsim_sim::{run_seed_here, RunError, SimConfig, StoreKind, Variant};
 use idemsim_store::StoreFlaw;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -171,7 +172,7 @@ struct ThroughputRuns {
 /// over it.
 fn throughput_runs(config: &SimConfig, spec: &BenchSpec) -> Result<ThroughputRuns, String> {
     let mut runs = ThroughputRuns { one: Vec::new(), two: Vec::new(), peak_rss_mib: 0.0 };
-    for i in (0..spec.repeats.max(1)).take_while(|&i| i == 0 || !crate::sweep::stopped()) {
+    for i in (0..spec.repeats.max(1)).take_while(|&i| i == 0 || !idemsim::sweep::stopped()) {
         runs.one.push(throughput(config, spec.seeds, 1)?);
         if i == 0 {
             runs.peak_rss_mib = peak_rss_mib();
@@ -184,7 +185,7 @@ fn throughput_runs(config: &SimConfig, spec: &BenchSpec) -> Result<ThroughputRun
 fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Point, String> {
     let started = Instant::now();
     let mut events = 0u64;
-    for seed in (0..seeds).take_while(|_| !crate::sweep::stopped()) {
+    for seed in (0..seeds).take_while(|_| !idemsim::sweep::stopped()) {
         let outcome = run_seed_here(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?;
         if let Some(RunError::Panicked(why)) = outcome.error {
             return Err(format!("seed {seed} of {label} panicked: {why}"));
@@ -214,7 +215,7 @@ fn peak_rss_mib() -> f64 {
 /// One independent sweep: seeds from `start` until one violates `expect`.
 fn first_failure(config: &SimConfig, expect: Expect, start: u64, seeds_max: u64) -> Option<(u64, f64)> {
     let started = Instant::now();
-    for i in (0..seeds_max).take_while(|_| !crate::sweep::stopped()) {
+    for i in (0..seeds_max).take_while(|_| !idemsim::sweep::stopped()) {
         // Seeds run in turn on this thread, as a sweep's worker runs them;
         // after a panic the thread's runtime state cannot be trusted.
         let outcome = run_seed_here(config, StoreKind::Mem, start + i).ok()?;
@@ -273,7 +274,7 @@ fn ttff(config: &SimConfig, expect: Expect, spec: &BenchSpec) -> Ttff {
 fn stress_ttff(target: &StoreTarget, flaw: StoreFlaw) -> Result<(f64, usize), String> {
     let started = Instant::now();
     let mut requests = 0;
-    for seed in (0..40).take_while(|_| !crate::sweep::stopped()) {
+    for seed in (0..40).take_while(|_| !idemsim::sweep::stopped()) {
         let spec = StressSpec { seed, requests: 250, schema: "idemsim_bench".into(), ..StressSpec::default() };
         let report = stress(&spec, target, Some(flaw), Arc::new(Correct)).map_err(|e| e.to_string())?;
         requests += report.sends;
@@ -344,7 +345,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
     let jobs = two / seeds_per_sec;
     // An interrupted bench measured part of each figure: no verdicts on them.
-    let interrupted = crate::sweep::stopped();
+    let interrupted = idemsim::sweep::stopped();
     let targets = match interrupted {
         true => Vec::new(),
         false => {
@@ -400,7 +401,7 @@ fn side_by_side(
         (Variant::UnfencedCompletion, StoreFlaw::UnfencedCompletion),
     ];
     let mut rows = Vec::new();
-    for (variant, flaw) in pairs.into_iter().take_while(|_| !crate::sweep::stopped()) {
+    for (variant, flaw) in pairs.into_iter().take_while(|_| !idemsim::sweep::stopped()) {
         let Some(sim) = detail.get(&format!("default/{variant}")) else { continue };
         say(&format!("side by side: {} under stress on {}", flaw.name(), target.name()));
         match stress_ttff(target, flaw) {
@@ -453,4 +454,90 @@ fn targets(s: &Speed, detail: &BTreeMap<String, Ttff>) -> Vec<Target> {
         t("seeds per second, 2 jobs / 1 job", s.jobs, ">= 1.8x", s.jobs >= 1.8),
         t("peak RSS after one worker's sweep (MiB)", s.peak_rss_mib, "< 32 MiB", s.peak_rss_mib < 32.0),
     ]
+}
+
+/// The bench report as tables.
+pub fn text(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "idemsim bench (default scenario, mem store)")?;
+    if r.interrupted {
+        writeln!(out, "  INTERRUPTED (Ctrl-C): the figures below are partial, and no target is judged")?;
+    }
+    let runs = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ");
+    writeln!(
+        out,
+        "  seeds/s, one core      {:>12.0}  (median of {} sweeps: {})",
+        r.seeds_per_sec,
+        r.seeds_per_sec_runs.len(),
+        runs(&r.seeds_per_sec_runs)
+    )?;
+    writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
+    writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
+    writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
+    writeln!(
+        out,
+        "  expiry-window          {:>12.0}x simulated/wall, {:.1} ms per simulated 24 h",
+        r.expiry_sim_to_wall_ratio, r.expiry_ms_per_sim_day
+    )?;
+    let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
+    writeln!(
+        out,
+        "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x; two-worker sweeps: {})",
+        j("jobs_1"),
+        j("jobs_2"),
+        j("ratio"),
+        runs(&r.seeds_per_sec_two_jobs_runs)
+    )?;
+    writeln!(out, "cost per seed:")?;
+    writeln!(out, "  {:<26} {:>10} {:>12} {:>10}", "configuration", "us/seed", "events/seed", "ns/event")?;
+    for p in &r.scaling {
+        writeln!(
+            out,
+            "  {:<26} {:>10.0} {:>12.0} {:>10.0}",
+            p.label, p.us_per_seed, p.events_per_seed, p.ns_per_event
+        )?;
+    }
+    let sweeps = r.time_to_first_failure_detail.values().next().map_or(0, |d| d.sweeps);
+    writeln!(out, "time to first failure ({sweeps} independent sweeps each):")?;
+    writeln!(
+        out,
+        "  {:<40} {:>10} {:>10} {:>9} {:>7} {:>7}",
+        "scenario/variant", "median ms", "worst ms", "med seeds", "worst", "found"
+    )?;
+    for (name, d) in &r.time_to_first_failure_detail {
+        writeln!(
+            out,
+            "  {name:<40} {:>10.1} {:>10.1} {:>9} {:>7} {:>4}/{}",
+            d.median_ms, d.worst_ms, d.median_seeds, d.worst_seeds, d.found, d.sweeps
+        )?;
+    }
+    writeln!(out, "simulation versus stress on a real database:")?;
+    for s in &r.side_by_side {
+        writeln!(
+            out,
+            "  {:<22} run {:>8.1} ms   stress {:>9.1} ms ({} requests)   stress/run {:>8.1}x",
+            s.bug, s.run_ms, s.stress_ms, s.stress_requests, s.ratio
+        )?;
+    }
+    if let Some(why) = &r.side_by_side_skipped {
+        writeln!(out, "  skipped: {why}")?;
+    }
+    writeln!(out, "instructions (callgrind; repeatable, unlike the wall-clock figures above):")?;
+    match (&r.instructions, &r.instructions_skipped) {
+        (Some(i), _) => writeln!(
+            out,
+            "  {:.2}M per default seed; bare madsim with the same {:.0} messages {:.2}M; ratio {:.2}x ({} seeds)",
+            i.per_seed / 1e6,
+            i.messages_per_seed,
+            i.floor_per_seed / 1e6,
+            i.ratio,
+            i.seeds
+        )?,
+        (None, why) => writeln!(out, "  skipped: {}", why.as_deref().unwrap_or("not asked for"))?,
+    }
+    writeln!(out, "targets:")?;
+    for t in &r.targets {
+        let mark = if t.pass { "PASS" } else { "FAIL" };
+        writeln!(out, "  [{mark}] {:<44} {:>14.1}  (goal {})", t.name, t.value, t.goal)?;
+    }
+    Ok(())
 }

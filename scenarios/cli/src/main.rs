@@ -4,7 +4,7 @@
 // that about a fifth cheaper than glibc malloc, and asking it for small
 // blocks directly cheaper again (docs/performance.md).
 #[global_allocator]
-static ALLOC: idemsim_scenarios::allocator::Allocator = idemsim_scenarios::allocator::Allocator;
+static ALLOC: idemsim_cli::allocator::Allocator = idemsim_cli::allocator::Allocator;
 
 use std::io::Write;
 
@@ -21,19 +21,19 @@ fn main() {
     // prints what it found, marked interrupted, and exits 130; a second
     // one exits at once.
     let _ = ctrlc::set_handler(|| {
-        if idemsim_scenarios::sweep::stopped() {
-            std::process::exit(idemsim_scenarios::cli::EXIT_INTERRUPTED);
+        if idemsim::sweep::stopped() {
+            std::process::exit(idemsim_cli::EXIT_INTERRUPTED);
         }
-        idemsim_scenarios::sweep::request_stop();
+        idemsim::sweep::request_stop();
         eprintln!("idemsim: stopping after the work in flight (Ctrl-C again to quit now)");
     });
-    idemsim_scenarios::tracing_setup::init();
+    idemsim_cli::tracing_setup::init();
     let args: Vec<String> = std::env::args().collect();
     // A closed stdout (`| head`) ends the output quietly: the exit code is
     // the command's own.
     let mut out = QuietPipe(std::io::stdout());
     // Unlocked handles: sweep workers print progress lines to stderr meanwhile.
-    let code = idemsim_scenarios::cli::run(args, &mut out, &mut std::io::stderr());
+    let code = idemsim_cli::run(args, &mut out, &mut std::io::stderr());
     std::process::exit(code);
 }
 

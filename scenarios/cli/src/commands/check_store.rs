@@ -1,0 +1,83 @@
+//! `idemsim check-store`: the conformance kit and a stress run against a
+//! store, as a verdict table.
+
+use crate::args::{StoreArgs, MAX_REQUESTS};
+use crate::{EXIT_CLEAN, EXIT_VIOLATION};
+use idemsim::stress::{stress, StressSpec};
+use idemsim::target::StoreTarget;
+use std::io::Write;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    target: StoreArgs,
+    /// Conformance cases.
+    #[arg(long, default_value_t = 256)]
+    cases: u32,
+    /// Seed of the conformance kit and the stress run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stress requests.
+    #[arg(long, default_value_t = 2000)]
+    requests: usize,
+    /// Stress concurrency.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+}
+
+pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
+    use idemsim_store::conformance::Conformance;
+    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    if args.cases == 0 || args.cases > 100_000 {
+        return Err("--cases must be between 1 and 100000".into());
+    }
+    if args.requests == 0 || args.requests > MAX_REQUESTS {
+        return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
+    }
+    let _ = writeln!(out, "idemsim check-store: store {}", target.name());
+    let conformance = Conformance::new()
+        .cases(args.cases)
+        .seed(args.seed)
+        .check(|| async { target.open("idemsim_check", 1, None).await.map(|(store, _)| store) });
+    let conforms = match &conformance {
+        Ok(verdict) => {
+            let s = &verdict.stats;
+            let _ = writeln!(
+                out,
+                "  conformance  PASS  {} cases, {} operations (seed {})",
+                verdict.cases, s.ops, verdict.seed
+            );
+            true
+        }
+        Err(f) if f.minimal.is_empty() => return Err(f.reason.clone()),
+        Err(f) => {
+            let _ = writeln!(out, "  conformance  FAIL  {}", f.reason);
+            let _ = write!(out, "{}", f.transcript);
+            false
+        }
+    };
+    let spec = StressSpec {
+        seed: args.seed,
+        clients: args.clients,
+        requests: args.requests,
+        schema: "idemsim_check".into(),
+        ..StressSpec::default()
+    };
+    let report = stress(&spec, &target, None, idemsim_sim::Variant::Correct.protocol()).map_err(|e| e.to_string())?;
+    let mark = if report.violations.is_empty() { "PASS" } else { "FAIL" };
+    let _ = writeln!(
+        out,
+        "  stress       {mark}  {} requests, {} clients, {} violations, {:.0} sends/s (seed {})",
+        report.requests,
+        report.clients,
+        report.violations.len(),
+        report.requests_per_sec,
+        report.seed
+    );
+    for v in report.violations.iter().take(5) {
+        let _ = writeln!(out, "    {v}");
+    }
+    let pass = conforms && report.violations.is_empty();
+    let _ = writeln!(out, "verdict: {}", if pass { "PASS" } else { "FAIL" });
+    Ok(if pass { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
