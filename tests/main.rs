@@ -6,6 +6,7 @@ mod catalogue;
 mod cli;
 mod conformance;
 mod determinism;
+mod docs;
 mod real_stores;
 mod redis_store;
 mod setup;

@@ -1,4 +1,4 @@
-//! The replay rules of PROTOCOL.md section 3 as one pure function.
+//! The replay rules of docs/protocol.md §3 as one pure function.
 
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Attempt, SimTime};

@@ -2,7 +2,7 @@
 //!
 //! This crate states what correct means. It holds the types of the protocol
 //! (scoped keys, fingerprints, records, fencing attempts), the replay rules
-//! of `PROTOCOL.md` section 3 as one decision function, a sequential
+//! of docs/protocol.md §3 as one decision function, a sequential
 //! reference store that every real store is compared to, the history type a
 //! simulated run records, and one checker per property.
 //!

@@ -1,5 +1,5 @@
 //! Judging a running service from outside: what `idemsim http` records, and
-//! the properties of PROTOCOL.md decided from it.
+//! the properties of docs/protocol.md §9 decided from it.
 //!
 //! A black-box run sees only what a client and the service's dependency
 //! see: the requests as the client sent them, the answers (and the answers
@@ -229,7 +229,7 @@ struct OpView<'a> {
 }
 
 /// A request slot: tenant, endpoint and key (an endpoint-scoped record is
-/// allowed, PROTOCOL.md section 2).
+/// allowed, docs/protocol.md §2).
 type Slot = (CallerId, Text, Text, Option<IdempotencyKey>);
 
 fn slot(r: &Request) -> Slot {

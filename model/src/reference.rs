@@ -7,7 +7,7 @@ use crate::record::{
     Claim, Completion, LocalEffect, OutboxEntry, Record, RecordState, RecoveryPoint, Takeover, WriteOutcome,
 };
 
-/// The store operations of PROTOCOL.md sections 4 to 8 over hash maps, one
+/// The store operations of docs/protocol.md §4 to §8 over hash maps, one
 /// at a time. Each method is the specification of the store-trait method
 /// of the same name.
 ///

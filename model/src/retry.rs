@@ -1,4 +1,4 @@
-//! The client retry policy of PROTOCOL.md section 7, as pure bounds.
+//! The client retry policy of docs/protocol.md §7, as pure bounds.
 //!
 //! The model only states what a retry may do; drawing the random wait is the
 //! simulator's job, and the retry checker holds both to these bounds.

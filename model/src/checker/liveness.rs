@@ -25,7 +25,7 @@ fn transient(status: u16) -> bool {
 /// never a final answer (the request could never succeed: every retry
 /// replays it), and a stored error means no effect was performed (the
 /// caller is told it failed while it was charged). Properties 2 and 7
-/// of PROTOCOL.md together.
+/// of docs/protocol.md §9 together.
 fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     // Effects per client scope and record lifetime (a sweep starts a new one).
     let mut lifetime: Vec<u32> = vec![0; index.scope_count()];

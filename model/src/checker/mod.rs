@@ -1,4 +1,4 @@
-//! Checkers: one per property of PROTOCOL.md, each a function from a history
+//! Checkers: one per property of docs/protocol.md §9, each a function from a history
 //! to the violations it finds. A violation names the events involved and
 //! says in one line what went wrong.
 
@@ -23,7 +23,7 @@ pub(crate) use crate::lookup::Lookup;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The named safety and liveness properties, numbered as in PROTOCOL.md.
+/// The named safety and liveness properties, numbered as in docs/protocol.md §9.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Property {
@@ -45,13 +45,13 @@ pub enum Property {
     Expiry,
     /// 9. Outbox messages published after commit, applied exactly once.
     Outbox,
-    /// Not in PROTOCOL.md's list, implied by its purpose: enough operations
+    /// Not in the list of docs/protocol.md §9, implied by its purpose: enough operations
     /// are acknowledged (a fenced protocol that never finishes is useless).
     Progress,
 }
 
 impl Property {
-    /// Every property, in PROTOCOL.md order.
+    /// Every property, in the order of docs/protocol.md §9.
     pub const ALL: [Property; 10] = [
         Property::AtMostOnce,
         Property::Liveness,

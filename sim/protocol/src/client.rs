@@ -1,4 +1,4 @@
-//! The client's retry loop (PROTOCOL.md section 7) over the retry steps of
+//! The client's retry loop (docs/protocol.md §7) over the retry steps of
 //! [`Protocol`]: retry only what the protocol says is transient, honour
 //! `Retry-After`, back off with the protocol's jitter, cap the attempts and
 //! the total time, spend the retry budget. Every environment runs this

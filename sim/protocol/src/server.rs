@@ -1,4 +1,4 @@
-//! The request handler (PROTOCOL.md sections 3 to 6) as a flow over the
+//! The request handler (docs/protocol.md §3 to §6) as a flow over the
 //! steps of [`Protocol`]: claim, decide by the replay table, take over a
 //! stale record, execute (validate, recovery point, dependency, local
 //! effect), complete. Every environment runs this one copy.

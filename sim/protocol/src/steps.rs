@@ -1,4 +1,4 @@
-//! The [`Protocol`] trait: the steps of PROTOCOL.md as provided methods.
+//! The [`Protocol`] trait: the steps of docs/protocol.md as provided methods.
 //!
 //! The provided methods are the correct protocol. A broken variant
 //! overrides one of them; a user's own variant does the same from their
@@ -35,7 +35,7 @@ impl Claimed {
 
 /// The idempotency-key protocol, one method per step. Every method has the
 /// correct behaviour as its body; override one to run a broken (or just a
-/// different) step. Section numbers are PROTOCOL.md's.
+/// different) step. Section numbers are those of docs/protocol.md.
 ///
 /// ```
 /// use idemsim_protocol::Protocol;

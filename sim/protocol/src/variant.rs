@@ -197,7 +197,7 @@ step!(
 step!(
     /// How clients retry.
     RetryStep {
-        /// PROTOCOL.md section 7: transient failures only, same key, full
+        /// docs/protocol.md §7: transient failures only, same key, full
         /// jitter, caps and budget (correct).
         Disciplined = "disciplined",
         /// Any 4xx is retried too.
@@ -277,7 +277,7 @@ impl Steps {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
-    /// PROTOCOL.md as written.
+    /// docs/protocol.md as written.
     #[default]
     Correct,
     /// [`ClaimStep::CheckThenInsert`].

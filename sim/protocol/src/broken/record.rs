@@ -173,7 +173,7 @@ impl Protocol for KeyIncludesBody {
 /// `fingerprint: body-only`: the fingerprint hashes the body alone, not the
 /// method and path, so the same key and body sent to another endpoint
 /// matches the record and is answered with the first endpoint's response
-/// (PROTOCOL.md section 2: the key on another endpoint must not replay
+/// (docs/protocol.md §2: the key on another endpoint must not replay
 /// this one).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FingerprintWithoutPath;
