@@ -3,6 +3,8 @@
 //! caught) and two middleware packages nobody here wrote, installed from
 //! the registries by `validation/setup.sh`. Also the bad targets.
 
+use idemsim::model::outside::{reference_of, Seen};
+use idemsim::model::{OpId, Request, StoredResponse};
 use idemsim::serve::{start, Running, ServeSpec};
 use idemsim::target::StoreTarget;
 use idemsim_cli::{run, EXIT_USAGE, EXIT_VIOLATION};
@@ -116,6 +118,83 @@ fn serve_variants_that_show_from_outside_are_caught_with_their_property() {
         let told = report["stories"][0].as_array().unwrap();
         assert!(told.len() >= 2 && told[0].as_str().unwrap().contains(" 1. "), "{}: {told:?}", variant.name());
     }
+}
+
+/// The request whose record a success answer was: the request whose `ref`
+/// the charge quoted in the answer was made for. Read from the trace alone,
+/// as a person checking a verdict would.
+fn record_of<'a>(seen: &'a [Seen], answer: &StoredResponse) -> Option<&'a Request> {
+    let body = answer.body.lossy();
+    let reference = seen.iter().find_map(|s| match s {
+        Seen::Charged { reference: Some(r), charge, .. } if body.contains(&format!("\"{charge}\"")) => Some(r),
+        _ => None,
+    })?;
+    seen.iter().find_map(|s| match s {
+        Seen::Sent { request, .. } if reference_of(&request.body).as_ref() == Some(reference) => Some(request),
+        _ => None,
+    })
+}
+
+/// A service without a fingerprint replays one body's record to another
+/// body: that answer is wrong (422 is due), but a later copy of the first
+/// request getting the same record is right. Every "another body" verdict
+/// must hold up when a reader checks the answer it cites as proof against
+/// the trace: that answer's record was made for a request with another
+/// body than the one the verdict is about.
+#[test]
+fn a_fingerprintless_service_gets_only_another_body_verdicts_a_reader_accepts() {
+    let provider = free_port();
+    let service = serve(Variant::FingerprintNotCompared, StoreTarget::Mem, provider);
+    let trace = std::env::temp_dir().join(format!("idemsim-fingerprintless-{}.jsonl", std::process::id()));
+    let trace_arg = trace.to_string_lossy().to_string();
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--trace", &trace_arg]);
+    service.stop().unwrap();
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let seen: Vec<Seen> =
+        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let _ = std::fs::remove_file(&trace);
+    let mut checked = 0;
+    for v in report["verdict"]["violations"].as_array().unwrap() {
+        let why = v["explanation"].as_str().unwrap();
+        let Some(proof_op) = why.split("another body (OpId(").nth(1) else { continue };
+        let op_at = |text: &str| OpId(text[..text.find(')').unwrap()].parse().unwrap());
+        let (flagged_op, proof_op) = (op_at(why.strip_prefix("OpId(").unwrap()), op_at(proof_op));
+        let sent = |op: OpId| {
+            seen.iter().enumerate().find_map(|(i, s)| match s {
+                Seen::Sent { op: o, request, .. } if *o == op => Some((i, request)),
+                _ => None,
+            })
+        };
+        let (flagged_at, flagged) = sent(flagged_op).unwrap();
+        let (proof_sent_at, _) = sent(proof_op).unwrap();
+        // The proof: the other request's success, received before this one was sent.
+        let proof = seen[..flagged_at]
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Answered { op, response, .. } if *op == proof_op && (200..300).contains(&response.status) => {
+                    Some(response)
+                }
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or_else(|| panic!("{why}: no success of {proof_op:?} before {flagged_op:?} was sent"));
+        match record_of(&seen, proof) {
+            Some(record) => assert_ne!(record.body, flagged.body, "{why}: the proof replayed this request's record"),
+            // No charge to go by: the record was this body's if a copy of
+            // this request had succeeded before the proof's request was sent.
+            None => {
+                let copy_succeeded = seen[..proof_sent_at].iter().any(|s| match s {
+                    Seen::Answered { op, response, .. } if (200..300).contains(&response.status) => {
+                        sent(*op).is_some_and(|(_, request)| request == flagged)
+                    }
+                    _ => false,
+                });
+                assert!(!copy_succeeded, "{why}: a copy of this request had succeeded before the proof's was sent");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "the fingerprint bug itself must still be found: {text}");
 }
 
 #[test]

@@ -279,7 +279,8 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
     judge(Property::AtMostOnce, at_most_once_blind, at_most_once(seen, &ops, &by_ref));
     judge(Property::Liveness, no_charges.clone(), liveness(seen, &ops, &by_ref, obs));
     judge(Property::ReplayFidelity, None, replay_fidelity(&ops));
-    judge(Property::StatusRules, None, status_rules(seen, &ops, &by_ref));
+    let origins = Origins::new(seen, &by_ref, &obs.charge_prefix);
+    judge(Property::StatusRules, None, status_rules(seen, &ops, &by_ref, &origins));
     let ids_seen = ops.values().flat_map(|v| &v.answers).any(|(_, r)| r.body.lossy().contains(&obs.charge_prefix));
     let no_ids = (!ids_seen || obs.charge_prefix.is_empty()).then(|| {
         "no response carried a charge id of idemsim's provider, so a leaked response cannot be traced".to_string()
@@ -454,7 +455,47 @@ fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
     out
 }
 
-fn status_rules(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeMap<String, OpId>) -> Vec<Violation> {
+/// Which request a success answer was the record of, where the answer
+/// shows it: a charge id the dependency made for a request's `ref`, else a
+/// `ref` the answer echoes. A 2xx is evidence of the record it came from,
+/// not of the body the request that received it carried (a service
+/// without a fingerprint replays one body's record to another body).
+struct Origins<'a> {
+    by_charge: BTreeMap<&'a str, OpId>,
+    by_ref: &'a BTreeMap<String, OpId>,
+    prefix: &'a str,
+}
+
+impl<'a> Origins<'a> {
+    fn new(seen: &'a [Seen], by_ref: &'a BTreeMap<String, OpId>, prefix: &'a str) -> Origins<'a> {
+        let mut by_charge = BTreeMap::new();
+        for s in seen {
+            if let Seen::Charged { reference: Some(r), charge, .. } = s {
+                if let Some(op) = by_ref.get(r) {
+                    by_charge.entry(charge.as_str()).or_insert(*op);
+                }
+            }
+        }
+        Origins { by_charge, by_ref, prefix }
+    }
+
+    /// The operation whose request the answer's record was made for.
+    fn of(&self, r: &StoredResponse) -> Option<OpId> {
+        let body = r.body.lossy();
+        let charged = match self.prefix.is_empty() {
+            true => None,
+            false => charge_ids(&body, self.prefix).iter().find_map(|id| self.by_charge.get(id.as_str()).copied()),
+        };
+        charged.or_else(|| reference_of(&r.body).and_then(|reference| self.by_ref.get(&reference).copied()))
+    }
+}
+
+fn status_rules(
+    seen: &[Seen],
+    ops: &BTreeMap<OpId, OpView<'_>>,
+    by_ref: &BTreeMap<String, OpId>,
+    origins: &Origins<'_>,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     // A charge for a request that carried no key.
     for (i, s) in seen.iter().enumerate() {
@@ -470,7 +511,7 @@ fn status_rules(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeM
     }
     for (op, v) in ops {
         for (i, r) in &v.answers {
-            if let Some((property, why, more)) = wrong_answer(ops, *op, v, r, *i) {
+            if let Some((property, why, more)) = wrong_answer(ops, origins, *op, v, r, *i) {
                 let mut events = vec![v.first, *i];
                 events.extend(more);
                 out.push(Violation::new(property, events, format!("{op:?} was answered {}: {why}", r.status)));
@@ -485,6 +526,7 @@ fn status_rules(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>, by_ref: &BTreeM
 /// entries that show it.
 fn wrong_answer(
     ops: &BTreeMap<OpId, OpView<'_>>,
+    origins: &Origins<'_>,
     op: OpId,
     v: &OpView<'_>,
     r: &StoredResponse,
@@ -508,7 +550,21 @@ fn wrong_answer(
         .flat_map(|(o, w)| w.answers.iter().map(move |(i, x)| (*o, *i, *x, w)))
         .filter(|(_, i, _, _)| *i < v.first)
         .collect();
-    let succeeded_other = before.iter().find(|(_, _, x, w)| success(x) && same_endpoint(w) && !identical(w));
+    // Whether a success to another body shows that the record holds
+    // another body: by the request its record was made for, where the
+    // answer shows it; else unless an identical request had already
+    // succeeded before that one was sent (the record was then this body's).
+    let identical_succeeded_before = |t: usize| {
+        ops.iter()
+            .filter(|(o, w)| **o != op && same_key(w) && identical(w))
+            .any(|(_, w)| w.answers.iter().any(|(i, x)| *i < t && success(x)))
+    };
+    let another_body = |x: &StoredResponse, w: &OpView<'_>| match origins.of(x) {
+        Some(made_for) => !identical(&ops[&made_for]),
+        None => !identical_succeeded_before(w.first),
+    };
+    let succeeded_other =
+        before.iter().find(|(_, _, x, w)| success(x) && same_endpoint(w) && !identical(w) && another_body(x, w));
     let succeeded_same = before.iter().find(|(_, _, x, w)| success(x) && identical(w));
     let refused_other = before.iter().find(|(_, _, x, w)| x.status == 400 && !identical(w));
     if let Some((o, i, _, _)) = succeeded_other {
@@ -813,6 +869,63 @@ mod tests {
         ok.send(3, request("acme", Some("k"), "/charges", 6, "r2"));
         ok.answer(3, 422, "{}");
         assert!(ok.broken().is_empty(), "{:?}", ok.broken());
+    }
+
+    /// A service without a fingerprint replays the first body's record to
+    /// a second body (wrong: 422 is due), and then to a later copy of the
+    /// first request (right: it is that request's own record). The 2xx the
+    /// second body got is evidence of the record it came from, not of the
+    /// body it carried.
+    #[test]
+    fn a_replay_of_the_first_bodys_record_is_not_evidence_of_another_body() {
+        // The answers show their record: the charge made for r1.
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 6, "r2"));
+        r.answer(3, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        r.send(4, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(4, 201, r#"{"charge":"ch_1","execution":"e1"}"#);
+        let status = |r: &Run| -> Vec<String> {
+            r.broken().into_iter().filter(|(p, _)| *p == Property::StatusRules).map(|(_, why)| why).collect()
+        };
+        let broken = status(&r);
+        assert_eq!(broken.len(), 1, "only the second body's silent success: {broken:?}");
+        assert!(broken[0].starts_with("OpId(3) was answered 201") && broken[0].contains("422 is due"), "{broken:?}");
+
+        // The answers show nothing: the first body had succeeded before the
+        // second was sent, so the record was the first body's.
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(1, 201, r#"{"ok":true}"#);
+        r.send(3, request("acme", Some("k"), "/charges", 6, "r2"));
+        r.answer(3, 201, r#"{"ok":true}"#);
+        r.send(4, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(4, 201, r#"{"ok":true}"#);
+        let broken = status(&r);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(broken[0].starts_with("OpId(3)"), "{broken:?}");
+    }
+
+    /// The judgement the fix must keep: when the other body's record came
+    /// first, the first body's later success is a silent success.
+    #[test]
+    fn a_success_after_another_bodys_record_completed_is_still_caught() {
+        // Shown by the charge: the record was made for r2.
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 6, "r2"));
+        r.charge("r2", "ch_2", true, Some(("e1", 1)));
+        r.answer(1, 201, r#"{"charge":"ch_2"}"#);
+        r.send(2, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(2, 201, r#"{"charge":"ch_2"}"#);
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.starts_with("OpId(2)")), "{broken:?}");
+        // Shown by the order alone.
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 6, "r2"));
+        r.answer(1, 201, r#"{"ok":true}"#);
+        r.send(2, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(2, 201, r#"{"ok":true}"#);
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.starts_with("OpId(2)")), "{broken:?}");
     }
 
     #[test]
