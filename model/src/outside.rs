@@ -261,45 +261,46 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
     }
     let forwarded =
         seen.iter().any(|s| matches!(s, Seen::Charged { reference: Some(r), .. } if by_ref.contains_key(r)));
-    let mut out = Vec::new();
-    let mut judged = Vec::new();
-    let mut judge = |p: Property, why_not: Option<String>, found: Vec<Violation>| {
-        if why_not.is_none() {
-            out.extend(found);
-        }
-        judged.push(Judged { property: p, not_judged: why_not });
-    };
     let no_charges = (!forwarded).then(|| {
         "the dependency saw no charge carrying a request's `ref`: configure the service to call idemsim's provider and forward the body's ref".to_string()
     });
-    let at_most_once_blind = match (&no_charges, obs.local_effects) {
-        (Some(why), false) => Some(why.clone()),
-        _ => None,
-    };
-    judge(Property::AtMostOnce, at_most_once_blind, at_most_once(seen, &ops, &by_ref));
-    judge(Property::Liveness, no_charges.clone(), liveness(seen, &ops, &by_ref, obs));
-    judge(Property::ReplayFidelity, None, replay_fidelity(&ops));
-    let origins = Origins::new(seen, &by_ref, &obs.charge_prefix);
-    judge(Property::StatusRules, None, status_rules(seen, &ops, &by_ref, &origins));
     let ids_seen = ops.values().flat_map(|v| &v.answers).any(|(_, r)| r.body.lossy().contains(&obs.charge_prefix));
     let no_ids = (!ids_seen || obs.charge_prefix.is_empty()).then(|| {
         "no response carried a charge id of idemsim's provider, so a leaked response cannot be traced".to_string()
     });
-    judge(Property::Isolation, no_ids, isolation(seen, &ops, &by_ref, obs));
     let tokens = seen.iter().any(|s| {
         matches!(s, Seen::Charged { reference: Some(r), execution: Some(_), attempt: Some(_), .. } if by_ref.contains_key(r))
     });
     let no_tokens = (!tokens).then(|| {
         "the service did not tell the dependency which execution called and the attempt it held (`execution`, `attempt`)".to_string()
     });
-    judge(Property::Fencing, no_tokens, fencing(seen, &ops, &by_ref));
-    for p in [Property::RetryDiscipline, Property::Expiry, Property::Outbox] {
-        let why = match p {
-            Property::RetryDiscipline => "the client retrying is idemsim itself",
-            Property::Expiry => "the service's sweeper is not observable from outside",
-            _ => "follow-on messages are not observable from outside",
+    let origins = Origins::new(seen, &by_ref, &obs.charge_prefix);
+    let never = |why: &str| (Some(why.to_string()), Vec::new());
+    let mut out = Vec::new();
+    let mut judged = Vec::new();
+    // Every property, so that a new one is judged here or said not to be.
+    for p in Property::ALL {
+        let (not_judged, found) = match p {
+            Property::AtMostOnce => {
+                let blind = no_charges.clone().filter(|_| !obs.local_effects);
+                (blind, at_most_once(seen, &ops, &by_ref))
+            }
+            Property::Liveness => (no_charges.clone(), liveness(seen, &ops, &by_ref, obs)),
+            Property::Fencing => (no_tokens.clone(), fencing(seen, &ops, &by_ref)),
+            Property::ReplayFidelity => (None, replay_fidelity(&ops)),
+            Property::StatusRules => (None, status_rules(seen, &ops, &by_ref, &origins)),
+            Property::Isolation => (no_ids.clone(), isolation(seen, &ops, &by_ref, obs)),
+            Property::RetryDiscipline => never("the client retrying is idemsim itself"),
+            Property::Expiry => never("the service's sweeper is not observable from outside"),
+            Property::Outbox => never("follow-on messages are not observable from outside"),
+            Property::Progress => never(
+                "a key refused past any lease the service could hold needs that lease, which is not known from outside",
+            ),
         };
-        judged.push(Judged { property: p, not_judged: Some(why.to_string()) });
+        if not_judged.is_none() {
+            out.extend(found);
+        }
+        judged.push(Judged { property: p, not_judged });
     }
     out.sort_by_key(|v| (v.events.last().copied(), v.property));
     OutsideVerdict { violations: out, judged }
@@ -839,6 +840,15 @@ mod tests {
             assert!(v.judged.iter().any(|j| j.property == p && j.not_judged.is_none()), "{p}");
         }
         assert!(v.judged.iter().any(|j| j.property == Property::Expiry && j.not_judged.is_some()));
+    }
+
+    #[test]
+    fn every_property_is_judged_or_said_not_to_be() {
+        let v = clean().judge();
+        let listed: Vec<Property> = v.judged.iter().map(|j| j.property).collect();
+        assert_eq!(listed, Property::ALL.to_vec());
+        let progress = v.judged.iter().find(|j| j.property == Property::Progress).unwrap();
+        assert!(progress.not_judged.as_deref().is_some_and(|why| why.contains("lease")), "{progress:?}");
     }
 
     #[test]
