@@ -197,6 +197,58 @@ fn a_fingerprintless_service_gets_only_another_body_verdicts_a_reader_accepts() 
     assert!(checked > 0, "the fingerprint bug itself must still be found: {text}");
 }
 
+/// The printed `reproduce:` line carries every flag that shaped the plan:
+/// run it, and the plan (operations, attacks) is the one the first run
+/// made.
+#[test]
+fn the_reproduce_line_carries_every_flag_that_shaped_the_plan() {
+    let provider = free_port();
+    let service = serve(Variant::Correct, StoreTarget::Mem, provider);
+    let target = format!("http://{}", service.addr);
+    let listen = format!("127.0.0.1:{provider}");
+    let flags = [
+        "--seed",
+        "11",
+        "--requests",
+        "40",
+        "--clients",
+        "3",
+        "--timeout-ms",
+        "2500",
+        "--slow-ms",
+        "900",
+        "--max-secs",
+        "60",
+        "--provider-listen",
+        &listen,
+    ];
+    let mut first = vec!["http", "--target", &target];
+    first.extend_from_slice(&flags);
+    let (code, out, err) = idemsim(&first);
+    assert_eq!(code, 0, "{out}{err}");
+    let line =
+        out.lines().find_map(|l| l.split_once("the same plan again (the interleaving is real): ").map(|(_, c)| c));
+    let line = line.expect("a reproduce line");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[..2], ["idemsim", "http"], "{line}");
+    for pair in flags.chunks(2) {
+        assert!(words.windows(2).any(|w| w == pair), "{line} lacks {pair:?}");
+    }
+    let json = |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let (code, out, err) = idemsim(&args);
+        assert_eq!(code, 0, "{out}{err}");
+        let mut report: Value = serde_json::from_str(&out).unwrap();
+        // What the plan holds, without what the interleaving made of it.
+        let attacks = report["attacks"].as_object_mut().unwrap();
+        attacks.retain(|k, _| !k.starts_with("retries-after-") && k != "answers-dropped-by-proxy");
+        (report["operations"].clone(), report["attacks"].clone())
+    };
+    assert_eq!(json(&first), json(&words[1..]), "the reproduce line makes the same plan");
+    service.stop().unwrap();
+}
+
 #[test]
 fn a_violation_prints_a_story_and_the_command_that_reruns_the_plan() {
     let provider = free_port();
@@ -223,7 +275,11 @@ fn a_violation_prints_a_story_and_the_command_that_reruns_the_plan() {
     assert!(out.contains("   1. "), "a numbered story: {out}");
     let reproduce =
         out.lines().find_map(|l| l.split_once("reproduce (same plan; the interleaving is real): ")).unwrap().1;
-    assert!(reproduce.contains(&format!("--target {target} --seed 0 --requests 60 --provider-listen")), "{reproduce}");
+    let expected = format!("--target {target} --seed 0 --requests 60 ");
+    assert!(
+        reproduce.contains(&expected) && reproduce.contains(&format!("--provider-listen {provider_listen}")),
+        "{reproduce}"
+    );
     let lines = std::fs::read_to_string(&trace).unwrap();
     let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
     assert_eq!(first["type"], "sent");

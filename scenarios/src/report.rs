@@ -31,7 +31,7 @@ impl Context<'_> {
     /// The one command that reproduces `seed`.
     pub fn replay_command(&self, seed: u64) -> String {
         let source = match self.file {
-            Some(path) => format!("--file {}", path.display()),
+            Some(path) => format!("--file {}", crate::program::quoted(&path.to_string_lossy())),
             None => format!("--scenario {}", self.scenario.name),
         };
         let mut cmd = format!("{} replay {source} --variant {} --seed {seed}", crate::program::program(), self.variant);

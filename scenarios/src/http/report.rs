@@ -113,7 +113,7 @@ pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Re
     }
     if r.verdict.violations.is_empty() {
         writeln!(out, "CLEAN: no violation seen from outside")?;
-        return Ok(());
+        return writeln!(out, "\nthe same plan again (the interleaving is real): {reproduce}");
     }
     writeln!(out, "VIOLATIONS: {}", r.verdict.violations.len())?;
     let mut shown_per_property: BTreeMap<_, usize> = BTreeMap::new();

@@ -2,7 +2,7 @@
 //! behaviour from outside.
 
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
-use idemsim::program::program;
+use idemsim::program::{program, quoted};
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
@@ -80,16 +80,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             .map_err(|e| format!("cannot write the trace: {}", idemsim::output::plain(&e)))?;
         trace.keep();
     }
-    let mut reproduce = format!("{} http --target {} --seed {}", program(), report.target, report.seed);
-    if let Some(c) = &args.config {
-        reproduce.push_str(&format!(" --config {}", c.display()));
-    }
-    if args.requests != 300 {
-        reproduce.push_str(&format!(" --requests {}", args.requests));
-    }
-    if let Some(p) = &args.provider_listen {
-        reproduce.push_str(&format!(" --provider-listen {p}"));
-    }
+    let reproduce = reproduce_line(&args, &report);
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
     } else {
@@ -107,4 +98,28 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         _ => {}
     }
     Ok(if report.verdict.violations.is_empty() { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+/// The command that runs the same plan again: every flag that shapes it,
+/// after the program as the user ran it.
+fn reproduce_line(args: &Args, report: &idemsim::http::HttpReport) -> String {
+    let mut words = vec![program().to_string(), "http".into(), "--target".into(), quoted(&report.target).into()];
+    if let Some(config) = &args.config {
+        words.extend(["--config".into(), quoted(&config.to_string_lossy()).into_owned()]);
+    }
+    let numbers = [
+        ("--seed", report.seed),
+        ("--requests", args.requests as u64),
+        ("--clients", args.clients as u64),
+        ("--timeout-ms", args.timeout_ms),
+        ("--slow-ms", args.slow_ms),
+        ("--max-secs", args.max_secs),
+    ];
+    for (flag, value) in numbers {
+        words.extend([flag.to_string(), value.to_string()]);
+    }
+    if let Some(listen) = &args.provider_listen {
+        words.extend(["--provider-listen".into(), quoted(listen).into_owned()]);
+    }
+    words.join(" ")
 }

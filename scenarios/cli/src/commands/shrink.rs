@@ -2,7 +2,7 @@
 
 use crate::args::{target_scenario, variant_of, Target};
 use crate::EXIT_VIOLATION;
-use idemsim::program::program;
+use idemsim::program::{program, quoted};
 use idemsim::sim::Subject;
 use std::io::Write;
 
@@ -70,6 +70,6 @@ pub(crate) fn shrink_and_write(
     let _ = writeln!(out, "  ({} candidate runs)", shrunk.runs);
     let _ = writeln!(out, "story:\n{story}");
     let _ = writeln!(out, "wrote {}", path.display());
-    let _ = writeln!(out, "reproduce: {} replay --file {}", program(), path.display());
+    let _ = writeln!(out, "reproduce: {} replay --file {}", program(), quoted(&path.to_string_lossy()));
     Ok(())
 }
