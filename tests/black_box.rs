@@ -5,6 +5,7 @@
 
 use idemsim::model::outside::{reference_of, Seen};
 use idemsim::model::{OpId, Request, StoredResponse};
+use idemsim::protocol::Protocol;
 use idemsim::serve::{start, Running, ServeSpec};
 use idemsim::target::StoreTarget;
 use idemsim_cli::{run, EXIT_USAGE, EXIT_VIOLATION};
@@ -14,6 +15,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn idemsim(args: &[&str]) -> (i32, String, String) {
@@ -118,6 +120,58 @@ fn serve_variants_that_show_from_outside_are_caught_with_their_property() {
         let told = report["stories"][0].as_array().unwrap();
         assert!(told.len() >= 2 && told[0].as_str().unwrap().contains(" 1. "), "{}: {told:?}", variant.name());
     }
+}
+
+/// A service of one's own, written as a user would over the public
+/// `Protocol`: every replay of a completed key fails with 500 (a torn
+/// read of the stored response, say).
+struct TornReplay;
+
+impl Protocol for TornReplay {
+    fn name(&self) -> String {
+        "torn-replay".into()
+    }
+
+    fn replay(&self, _stored: StoredResponse) -> StoredResponse {
+        StoredResponse::new(500, r#"{"error":"internal"}"#)
+    }
+}
+
+/// Every status is judged: a 500 for a key whose record completed (the
+/// client retries it, as users' clients do), and a transient failure the
+/// service stored and answers again without calling the provider.
+#[test]
+fn a_500_after_completion_and_a_stored_transient_error_are_caught() {
+    let explanations = |report: &Value| -> Vec<(String, String)> {
+        report["verdict"]["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["property"].as_str().unwrap().to_string(), v["explanation"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let spec = |provider: u16| ServeSpec {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        provider: Some(format!("http://127.0.0.1:{provider}")),
+        ..ServeSpec::default()
+    };
+
+    let provider = free_port();
+    let service = start(&spec(provider), &StoreTarget::Mem, Arc::new(TornReplay)).unwrap();
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "80"]);
+    service.stop().unwrap();
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let found = explanations(&report);
+    assert!(found.iter().any(|(p, why)| p == "status-rules" && why.contains("never a 500")), "{found:?}");
+    assert!(report["attacks"]["retries-after-5xx"].as_u64().unwrap_or(0) > 0, "500s are retried: {text}");
+
+    let provider = free_port();
+    let service = serve(Variant::TransientErrorStored, StoreTarget::Mem, provider);
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "80"]);
+    service.stop().unwrap();
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let found = explanations(&report);
+    assert!(found.iter().any(|(p, why)| p == "liveness" && why.contains("transient failure was stored")), "{found:?}");
 }
 
 /// The request whose record a success answer was: the request whose `ref`

@@ -102,6 +102,14 @@ pub enum Seen {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
+    /// The dependency refused a call with a transient failure (503), as
+    /// planned: no effect was made.
+    ProviderFailed {
+        /// Milliseconds since the run began.
+        at_ms: u64,
+        /// The request reference the service forwarded, if any.
+        reference: Option<String>,
+    },
     /// The service's own list of its local effects for one request slot,
     /// read at the end of the run.
     LocalEffects {
@@ -130,6 +138,7 @@ impl Seen {
             | Seen::Retry { at_ms, .. }
             | Seen::GaveUp { at_ms, .. }
             | Seen::Charged { at_ms, .. }
+            | Seen::ProviderFailed { at_ms, .. }
             | Seen::LocalEffects { at_ms, .. } => *at_ms,
         }
     }
@@ -167,6 +176,10 @@ impl Seen {
                 },
                 downstream_key.as_deref().unwrap_or("(none)"),
                 if *new { "" } else { " (a repeat: no new effect)" }
+            ),
+            Seen::ProviderFailed { reference, .. } => format!(
+                "dependency refused a call for {} with 503 (a transient failure; no charge)",
+                reference.as_deref().unwrap_or("(no reference)")
             ),
             Seen::LocalEffects { caller, method, path, key, count, .. } => {
                 format!(
@@ -259,8 +272,9 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
             by_ref.entry(r.clone()).or_insert(*op);
         }
     }
-    let forwarded =
-        seen.iter().any(|s| matches!(s, Seen::Charged { reference: Some(r), .. } if by_ref.contains_key(r)));
+    let forwarded = seen.iter().any(|s| {
+        matches!(s, Seen::Charged { reference: Some(r), .. } | Seen::ProviderFailed { reference: Some(r), .. } if by_ref.contains_key(r))
+    });
     let no_charges = (!forwarded).then(|| {
         "the dependency saw no charge carrying a request's `ref`: configure the service to call idemsim's provider and forward the body's ref".to_string()
     });
@@ -285,7 +299,11 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
                 let blind = no_charges.clone().filter(|_| !obs.local_effects);
                 (blind, at_most_once(seen, &ops, &by_ref))
             }
-            Property::Liveness => (no_charges.clone(), liveness(seen, &ops, &by_ref, obs)),
+            Property::Liveness => {
+                let mut found = liveness(seen, &ops, &by_ref, obs);
+                found.extend(stored_transient(seen, &ops));
+                (no_charges.clone(), found)
+            }
             Property::Fencing => (no_tokens.clone(), fencing(seen, &ops, &by_ref)),
             Property::ReplayFidelity => (None, replay_fidelity(&ops)),
             Property::StatusRules => (None, status_rules(seen, &ops, &by_ref, &origins)),
@@ -418,6 +436,61 @@ fn liveness(
             vec![v.first, *i],
             format!("{op:?} was answered {} but the dependency never saw a charge for its request", r.status),
         ));
+    }
+    out
+}
+
+/// A transient failure stored as the final answer: after the dependency
+/// refused a request's call, a later send of that request (sent after the
+/// failure was answered) gets the same failure back, byte for byte, with no
+/// new call to the dependency for it. Every retry would get it again.
+fn stored_transient(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
+    let reference_of_op = |op: &OpId| ops.get(op).and_then(|v| v.reference.as_deref());
+    let sent_at = |op: OpId, try_no: u32| {
+        seen.iter().position(|s| matches!(s, Seen::Sent { op: o, try_no: t, .. } if *o == op && *t == try_no))
+    };
+    let mut out = Vec::new();
+    let mut told: BTreeSet<&str> = BTreeSet::new();
+    for (failed_at, s) in seen.iter().enumerate() {
+        let Seen::ProviderFailed { reference: Some(reference), .. } = s else { continue };
+        if told.contains(reference.as_str()) {
+            continue;
+        }
+        // Calls for the reference after the failure, and the 5xx answers
+        // to sends of its request.
+        let called = |from: usize, to: usize| {
+            seen[from + 1..to].iter().any(|s| {
+                matches!(s, Seen::Charged { reference: Some(r), .. } | Seen::ProviderFailed { reference: Some(r), .. } if r == reference)
+            })
+        };
+        let failures: Vec<(usize, OpId, u32, &StoredResponse)> = seen[failed_at..]
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| match s {
+                Seen::Answered { op, try_no, response, .. }
+                    if response.status >= 500 && reference_of_op(op) == Some(reference.as_str()) =>
+                {
+                    Some((failed_at + k, *op, *try_no, response))
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(&(first_at, first_op, _, first)) = failures.first() else { continue };
+        let again = failures.iter().find(|(at, op, try_no, r)| {
+            *r == first && sent_at(*op, *try_no).is_some_and(|sent| sent > first_at && !called(failed_at, *at))
+        });
+        if let Some(&(at, op, try_no, r)) = again {
+            told.insert(reference);
+            let sent = sent_at(op, try_no).unwrap_or(at);
+            out.push(Violation::new(
+                Property::Liveness,
+                vec![failed_at, first_at, sent, at],
+                format!(
+                    "{op:?} try {try_no} was answered {} again, byte for byte, without a new call to the dependency (which had failed {first_op:?}'s call): a transient failure was stored as the answer, so every retry gets it",
+                    r.status
+                ),
+            ));
+        }
     }
     out
 }
@@ -613,6 +686,14 @@ fn wrong_answer(
     }
     if refusal && r.status != 422 {
         return status(format!("a key reused with another request is answered 422, never {}", r.status), vec![]);
+    }
+    if r.status >= 500 {
+        if let Some((o, i, _, _)) = succeeded_same {
+            return status(
+                format!("an identical request had already succeeded ({o:?}): a completed key replays its stored response, never a {}", r.status),
+                vec![ops[o].first, *i],
+            );
+        }
     }
     if r.status == 409 {
         if let Some((o, i, _, _)) = succeeded_same {
@@ -840,6 +921,42 @@ mod tests {
             assert!(v.judged.iter().any(|j| j.property == p && j.not_judged.is_none()), "{p}");
         }
         assert!(v.judged.iter().any(|j| j.property == Property::Expiry && j.not_judged.is_some()));
+    }
+
+    #[test]
+    fn a_5xx_for_a_completed_key_breaks_the_status_rules() {
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(3, 500, r#"{"error":"internal"}"#);
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.contains("never a 500")), "{broken:?}");
+    }
+
+    /// The provider refuses the first call; the service answers 502, then
+    /// answers a retry 502 again without calling the provider: stored.
+    #[test]
+    fn a_provider_failure_answered_again_without_a_new_call_is_a_stored_transient_error() {
+        let failing = |replayed: bool| {
+            let mut r = Run::default();
+            let req = request("acme", Some("k"), "/charges", 5, "r1");
+            r.send(1, req.clone());
+            r.push(Seen::ProviderFailed { at_ms: 1, reference: Some("r1".into()) });
+            r.answer(1, 502, r#"{"error":"provider unavailable"}"#);
+            r.send(2, req);
+            if !replayed {
+                r.charge("r1", "ch_1", true, Some(("e2", 2)));
+            }
+            r.answer(2, 502, r#"{"error":"provider unavailable"}"#);
+            r
+        };
+        let stored = failing(true).broken();
+        assert!(
+            stored.iter().any(|(p, why)| *p == Property::Liveness && why.contains("transient failure was stored")),
+            "{stored:?}"
+        );
+        // A retry that called the provider again (and failed again) stored nothing.
+        let called = failing(false).broken();
+        assert!(!called.iter().any(|(_, why)| why.contains("stored")), "{called:?}");
     }
 
     #[test]

@@ -13,10 +13,28 @@ use async_trait::async_trait;
 use idemsim_model::history::{Answer, RetryCause};
 use idemsim_model::outside::Seen;
 use idemsim_model::{Bytes, Event, NodeId, Request, RequestId, RetryPolicy, StoredResponse};
-use idemsim_sim::protocol::{ClientEnv, Reply};
+use idemsim_sim::protocol::{ClientEnv, Correct, Protocol, Reply};
 use idemsim_sim::rng::{between, stream, SimRng, Stream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The client's steps: the correct protocol's, retrying every 5xx when
+/// asked (as most users' HTTP clients do), not only 502, 503 and 504.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientSteps {
+    /// Retry 500, 501 and every other 5xx too.
+    pub retry_5xx: bool,
+}
+
+impl Protocol for ClientSteps {
+    fn name(&self) -> String {
+        "http-client".into()
+    }
+
+    fn retries(&self, status: u16) -> bool {
+        Correct.retries(status) || (self.retry_5xx && (500..600).contains(&status))
+    }
+}
 
 /// Largest answer body kept.
 const BODY_MAX: usize = 1 << 20;

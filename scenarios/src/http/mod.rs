@@ -44,6 +44,13 @@ pub struct HttpSpec {
     pub slow_ms: u64,
     /// The whole run stops starting work after this.
     pub max_secs: u64,
+    /// A client gives up on an operation this long after its first send
+    /// (its retry deadline): longer than any lease the service holds, so
+    /// that a holder's expiry is reached.
+    pub deadline_ms: u64,
+    /// Whether the client retries every 5xx, as most users' HTTP clients
+    /// do, or only 502, 503 and 504.
+    pub retry_5xx: bool,
     /// Prefix of keys and references (default: unique per run).
     pub tag: Option<String>,
 }
@@ -58,6 +65,8 @@ impl Default for HttpSpec {
             timeout_ms: 3_000,
             slow_ms: 1_200,
             max_secs: 120,
+            deadline_ms: 30_000,
+            retry_5xx: true,
             tag: None,
         }
     }
@@ -227,6 +236,12 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
     if spec.timeout_ms == 0 || spec.max_secs == 0 {
         return Err("--timeout-ms and --max-secs must be positive".into());
     }
+    if spec.deadline_ms == 0 || spec.deadline_ms > spec.max_secs.saturating_mul(1000) {
+        return Err(format!(
+            "--deadline-ms must be between 1 and --max-secs ({} s), not {}",
+            spec.max_secs, spec.deadline_ms
+        ));
+    }
     let tag = spec.tag.clone().unwrap_or_else(run_tag);
     let plan = workload::plan(config, spec.seed, spec.ops, &tag, spec.slow_ms);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -352,7 +367,7 @@ fn policy(spec: &HttpSpec) -> RetryPolicy {
         base_ms: 20,
         cap_ms: 400,
         attempts_max: 20,
-        deadline_ms: 30_000,
+        deadline_ms: spec.deadline_ms,
         timeout_ms: spec.timeout_ms,
         budget: idemsim_model::retry::RetryBudget { tokens_max: 1_000_000, deposit_milli: 1000 },
     }
@@ -379,6 +394,7 @@ async fn drive(
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         last_op = group.stages.iter().flatten().map(|o| o.op.0).max().unwrap_or(last_op).max(last_op);
         let (target, rec, policy) = (target.clone(), rec.clone(), policy(spec));
+        let steps = client::ClientSteps { retry_5xx: spec.retry_5xx };
         tasks.spawn(async move {
             for stage in group.stages {
                 let mut running = tokio::task::JoinSet::new();
@@ -389,8 +405,7 @@ async fn drive(
                     running.spawn(async move {
                         barrier.wait().await;
                         let (op, request) = (client.op().op, client.op().request.clone());
-                        idemsim_sim::protocol::run_operation(&idemsim_sim::protocol::Correct, &client, op, &request)
-                            .await;
+                        idemsim_sim::protocol::run_operation(&steps, &client, op, &request).await;
                     });
                 }
                 while running.join_next().await.is_some() {}
@@ -460,9 +475,10 @@ async fn late_replays(
         }
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         let client = HttpClient::new(target.clone(), rec.clone(), op, policy(spec));
+        let steps = client::ClientSteps { retry_5xx: spec.retry_5xx };
         tasks.spawn(async move {
             let (op, request) = (client.op().op, client.op().request.clone());
-            idemsim_sim::protocol::run_operation(&idemsim_sim::protocol::Correct, &client, op, &request).await;
+            idemsim_sim::protocol::run_operation(&steps, &client, op, &request).await;
             drop(permit);
         });
     }

@@ -101,6 +101,7 @@ async fn charge(State(p): State<Arc<Provider>>, headers: HeaderMap, body: Bytes)
     let attempt = value.get("attempt").and_then(serde_json::Value::as_u64);
     let plan = p.plan_for(reference.as_deref());
     if plan == Some(ProviderPlan::Fail) {
+        p.rec.push(|at_ms| Seen::ProviderFailed { at_ms, reference: reference.clone() });
         return (StatusCode::SERVICE_UNAVAILABLE, r#"{"error":"provider unavailable"}"#).into_response();
     }
     let (id, new) = p.make(downstream_key.as_deref());

@@ -32,6 +32,13 @@ pub struct Args {
     /// The run stops starting work after this.
     #[arg(long, default_value_t = 120)]
     max_secs: u64,
+    /// A client gives up on an operation this long after its first send;
+    /// make it longer than the service's lease (at most --max-secs).
+    #[arg(long, default_value_t = 30_000)]
+    deadline_ms: u64,
+    /// Retry only 502, 503 and 504, not every 5xx.
+    #[arg(long)]
+    no_retry_5xx: bool,
     /// Where idemsim's payment provider listens (overrides the config).
     #[arg(long)]
     provider_listen: Option<String>,
@@ -69,6 +76,8 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         timeout_ms: args.timeout_ms,
         slow_ms: args.slow_ms,
         max_secs: args.max_secs,
+        deadline_ms: args.deadline_ms,
+        retry_5xx: !args.no_retry_5xx,
         tag: args.tag.clone(),
     };
     let report = idemsim::http::run(&spec)?;
@@ -114,12 +123,16 @@ fn reproduce_line(args: &Args, report: &idemsim::http::HttpReport) -> String {
         ("--timeout-ms", args.timeout_ms),
         ("--slow-ms", args.slow_ms),
         ("--max-secs", args.max_secs),
+        ("--deadline-ms", args.deadline_ms),
     ];
     for (flag, value) in numbers {
         words.extend([flag.to_string(), value.to_string()]);
     }
     if let Some(listen) = &args.provider_listen {
         words.extend(["--provider-listen".into(), quoted(listen).into_owned()]);
+    }
+    if args.no_retry_5xx {
+        words.push("--no-retry-5xx".into());
     }
     words.join(" ")
 }
