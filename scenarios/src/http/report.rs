@@ -115,23 +115,24 @@ pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Re
         writeln!(out, "CLEAN: no violation seen from outside")?;
         return writeln!(out, "\nthe same plan again (the interleaving is real): {reproduce}");
     }
-    writeln!(out, "VIOLATIONS: {}", r.verdict.violations.len())?;
-    let mut shown_per_property: BTreeMap<_, usize> = BTreeMap::new();
-    let mut shown = 0;
-    for v in &r.verdict.violations {
-        let n = shown_per_property.entry(v.property).or_default();
-        if *n >= 2 || shown >= STORIES_MAX {
-            continue;
-        }
-        *n += 1;
-        shown += 1;
-        writeln!(out, "\n{}: {}", v.property.name(), v.explanation)?;
-        for line in story(&r.seen, v) {
-            writeln!(out, "{line}")?;
+    let groups = by_cause(r);
+    writeln!(
+        out,
+        "VIOLATIONS: {} in {} group(s) by cause, largest first (--json lists every one):",
+        r.verdict.violations.len(),
+        groups.len()
+    )?;
+    for (n, g) in groups.iter().enumerate() {
+        let v = &r.verdict.violations[g.first];
+        writeln!(out, "\n{}. {} [{}] x{}: {}", n + 1, v.property.name(), g.attack, g.count, v.explanation)?;
+        if n < STORIES_MAX {
+            for line in &r.stories[g.first] {
+                writeln!(out, "{line}")?;
+            }
         }
     }
-    if r.verdict.violations.len() > shown {
-        writeln!(out, "\n({} more violations; --json lists them all)", r.verdict.violations.len() - shown)?;
+    if groups.len() > STORIES_MAX {
+        writeln!(out, "\n(the stories of {} smaller groups are in --json)", groups.len() - STORIES_MAX)?;
     }
     writeln!(out, "\nreproduce (same plan; the interleaving is real): {reproduce}")?;
     Ok(())
@@ -143,4 +144,67 @@ pub fn trace(r: &HttpReport, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "{}", serde_json::to_string(s).expect("observations serialize"))?;
     }
     Ok(())
+}
+
+/// Violations of one cause: the property, the attack of the operation the
+/// first observation belongs to, and the explanation's shape (its numbers
+/// taken out).
+struct Group {
+    count: usize,
+    /// The first violation of the group, by index in the verdict.
+    first: usize,
+    attack: String,
+}
+
+/// The violations grouped by cause, largest group first (ties: the group
+/// whose first violation comes first).
+fn by_cause(r: &HttpReport) -> Vec<Group> {
+    let attack_of = |v: &Violation| {
+        let op = v.events.iter().find_map(|i| match &r.seen.get(*i)? {
+            Seen::Sent { op, .. } | Seen::Answered { op, .. } | Seen::Lost { op, .. } => Some(*op),
+            _ => None,
+        })?;
+        r.seen.iter().find_map(|s| match s {
+            Seen::Sent { op: o, attack, .. } if *o == op => Some(attack.clone()),
+            _ => None,
+        })
+    };
+    let mut groups: BTreeMap<(String, String, String), Group> = BTreeMap::new();
+    for (i, v) in r.verdict.violations.iter().enumerate() {
+        let attack = attack_of(v).unwrap_or_else(|| "-".into());
+        let key = (v.property.name().to_string(), attack.clone(), shape(&v.explanation));
+        groups.entry(key).or_insert(Group { count: 0, first: i, attack }).count += 1;
+    }
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.count), g.first));
+    groups
+}
+
+/// An explanation with every run of digits replaced by `#`: the same
+/// cause on other operations, keys and charges has one shape.
+fn shape(explanation: &str) -> String {
+    let mut out = String::with_capacity(explanation.len());
+    let mut in_digits = false;
+    for c in explanation.chars() {
+        match (c.is_ascii_digit(), in_digits) {
+            (true, false) => out.push('#'),
+            (true, true) => {}
+            (false, _) => out.push(c),
+        }
+        in_digits = c.is_ascii_digit();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explanations_of_one_cause_have_one_shape() {
+        let a = shape("OpId(8) was answered 201: the key had already succeeded with another body (OpId(7))");
+        let b = shape("OpId(305) was answered 201: the key had already succeeded with another body (OpId(12))");
+        assert_eq!(a, b);
+        assert_ne!(a, shape("OpId(8) was answered 409: an identical request had already succeeded (OpId(7))"));
+    }
 }
