@@ -85,7 +85,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if let Some(argv0) = args.first() {
         idemsim::program::set_program(argv0);
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args) {
         Ok(cli) => cli,
         Err(e) => {
             let text = e.render().to_string();
@@ -93,15 +93,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
                 let _ = write!(out, "{text}"); // --help, --version
                 return EXIT_CLEAN;
             }
-            // A usage error in one line: its message, without the usage
-            // and tips that `--help` gives.
-            let message: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
-                .collect();
-            let message = message.into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
-            let _ = writeln!(err, "{message} (see --help)");
+            let _ = writeln!(err, "{}", usage_error(&e, &text));
             return EXIT_USAGE;
         }
     };
@@ -126,4 +118,32 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// Parses the command line. A value may start with `-` (a negative number
+/// or seed range is then refused by its own parser, saying what is wrong,
+/// instead of being taken for an unknown flag).
+fn parse(args: Vec<String>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let command = Cli::command().mut_subcommands(|c| c.allow_negative_numbers(true));
+    Cli::from_arg_matches(&command.try_get_matches_from(args)?)
+}
+
+/// A usage error in one line: its message, without the usage and tips that
+/// `--help` gives; a missing command names the commands.
+fn usage_error(e: &clap::Error, text: &str) -> String {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+    if matches!(e.kind(), ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+        let commands: Vec<String> =
+            Cli::command().get_subcommands().filter(|c| !c.is_hide_set()).map(|c| c.get_name().to_string()).collect();
+        return format!("error: a command is missing; one of: {} (idemsim --help tells more)", commands.join(", "));
+    }
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    format!("{} (see --help)", message.join(" "))
 }

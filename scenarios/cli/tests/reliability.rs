@@ -105,10 +105,31 @@ fn bad_inputs_are_one_line_and_exit_2() {
         (vec!["run", "--file", "/nonexistent/scenario.json"], "cannot read"),
         (vec!["run", "--shard", "env", "--seeds", "0..10"], "--shard env needs"),
         (vec!["frobnicate"], "unrecognized subcommand"),
+        // A negative number is refused by its own parser, saying what is
+        // wrong, not taken for an unknown flag.
+        (vec!["run", "--seeds", "-5..10"], "not a seed range"),
+        (vec!["run", "--seed", "-1"], "invalid value '-1' for '--seed"),
+        (vec!["run", "--jobs", "-1"], "invalid value '-1' for '--jobs"),
+        // Checked before the kit runs.
+        (vec!["check-store", "--store", "mem", "--clients", "0"], "--clients must be between 1 and 1024"),
     ];
     for (args, message) in &cases {
         assert_usage(args, message);
     }
+}
+
+/// Bare `idemsim` says a command is missing and names them; clap's own
+/// hints are not repeated after ours.
+#[test]
+fn a_missing_command_names_the_commands_and_hints_are_said_once() {
+    let ran = idemsim(&[], Duration::from_secs(10));
+    assert_eq!(ran.code, 2, "{}{}", ran.out, ran.err);
+    let lines = messages(&ran.err);
+    assert_eq!(lines.len(), 1, "{}", ran.err);
+    assert!(lines[0].contains("a command is missing") && lines[0].contains("run, replay, shrink"), "{}", ran.err);
+    let ran = idemsim(&["run", "--jobs", "x"], Duration::from_secs(10));
+    assert_eq!(ran.code, 2);
+    assert_eq!(ran.err.matches("--help").count(), 1, "{}", ran.err);
 }
 
 #[test]

@@ -34,6 +34,10 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     if args.requests == 0 || args.requests > MAX_REQUESTS {
         return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
     }
+    // Checked before the kit runs, not after it.
+    if args.clients == 0 || args.clients > 1024 {
+        return Err(format!("--clients must be between 1 and 1024, not {}", args.clients));
+    }
     let _ = writeln!(out, "idemsim check-store: store {}", target.name());
     let conformance = Conformance::new()
         .cases(args.cases)

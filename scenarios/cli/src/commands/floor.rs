@@ -10,7 +10,7 @@ use std::ops::Range;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Seeds, as A..B.
-    #[arg(long, value_parser = parse_seeds, default_value = "0..20")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_seeds, default_value = "0..20")]
     seeds: Range<u64>,
     /// Messages per seed.
     #[arg(long, default_value_t = 940)]

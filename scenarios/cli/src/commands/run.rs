@@ -14,7 +14,7 @@ pub struct Args {
     #[command(flatten)]
     target: Target,
     /// Seeds to sweep, as A..B (B excluded).
-    #[arg(long, value_parser = parse_seeds, conflicts_with = "seed", default_value = "0..1000")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_seeds, conflicts_with = "seed", default_value = "0..1000")]
     seeds: Range<u64>,
     /// One seed.
     #[arg(long)]
