@@ -98,15 +98,16 @@ pub(crate) fn write_story_text(
 
 /// The sweep summary for a person.
 pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io::Result<()> {
+    let shard = ctx.shard.map_or(String::new(), |(k, n)| format!(", shard {k} of {n}"));
     writeln!(
         out,
-        "idemsim run: scenario {}, variant {}, store {}, seeds {}..{} ({} jobs)",
+        "idemsim run: scenario {}, variant {}, store {}, seeds {}..{}{shard} ({})",
         ctx.scenario.name,
         ctx.variant,
         ctx.subject.store_name(),
         ctx.seeds.start,
         ctx.seeds.end,
-        ctx.jobs
+        plural(ctx.jobs as u64, "job")
     )?;
     writeln!(
         out,
@@ -336,4 +337,12 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
         writeln!(out, "  {v}")?;
     }
     Ok(())
+}
+
+/// `1 job`, `2 jobs`.
+fn plural(n: u64, word: &str) -> String {
+    match n {
+        1 => format!("1 {word}"),
+        _ => format!("{n} {word}s"),
+    }
 }

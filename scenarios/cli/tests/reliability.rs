@@ -132,6 +132,26 @@ fn a_missing_command_names_the_commands_and_hints_are_said_once() {
     assert_eq!(ran.err.matches("--help").count(), 1, "{}", ran.err);
 }
 
+/// `run --json --shrink`: stdout stays one JSON document (the shrink's
+/// account goes to stderr); a sharded text report names its shard.
+#[test]
+fn json_stays_json_with_shrink_and_a_shard_says_which_it_is() {
+    let out = scratch("shrunk-json.json");
+    let out_arg = out.to_string_lossy().to_string();
+    let args = ["run", "--variant", "takeover-without-bump", "--seeds", "0..20", "--json", "--shrink", "--shrink-out"];
+    let mut args = args.to_vec();
+    args.push(&out_arg);
+    let ran = idemsim(&args, Duration::from_secs(120));
+    assert_eq!(ran.code, 1, "{}{}", ran.out, ran.err);
+    let doc: serde_json::Value = serde_json::from_str(&ran.out).unwrap_or_else(|e| panic!("{e}: {}", ran.out));
+    assert_eq!(doc["clean"], false);
+    assert!(ran.err.contains("shrinking seed") && out.exists(), "{}", ran.err);
+
+    let ran = idemsim(&["run", "--seeds", "0..40", "--shard", "2/4", "--jobs", "1"], Duration::from_secs(60));
+    assert_eq!(ran.code, 0, "{}{}", ran.out, ran.err);
+    assert!(ran.out.lines().next().unwrap().contains("seeds 0..40, shard 2 of 4 (1 job)"), "{}", ran.out);
+}
+
 #[test]
 fn bad_scenario_files_name_the_field() {
     let huge = scratch("huge.json");

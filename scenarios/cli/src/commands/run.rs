@@ -116,12 +116,15 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
             runs_max: 3000,
             property: scenario.expected_property(&variant),
         };
-        let _ = writeln!(out, "\nshrinking seed {}:", first.seed);
+        // With --json, stdout is one JSON document: the shrink's account
+        // goes to stderr.
+        let told: &mut dyn Write = if args.json { &mut *err } else { &mut *out };
+        let _ = writeln!(told, "\nshrinking seed {}:", first.seed);
         // The sweep's verdict stands whether or not the shrink works.
-        match super::shrink::shrink_and_write(&spec, &path, false, out) {
+        match super::shrink::shrink_and_write(&spec, &path, false, told) {
             Ok(()) => shrink_out.map_or((), idemsim::output::Output::keep),
             Err(why) => {
-                let _ = writeln!(out, "  could not shrink: {why}");
+                let _ = writeln!(told, "  could not shrink: {why}");
             }
         }
     }
