@@ -181,6 +181,18 @@ fn a_scenario_file_is_a_test_of_its_expect() {
     std::fs::write(&met, r#"{"name": "x", "lesson": "x", "expect": {"correct": "clean"}}"#).unwrap();
     let ran = idemsim(&["run", "--file", met.to_str().unwrap(), "--seeds", "0..5"], Duration::from_secs(60));
     assert_eq!(ran.code, 0, "{}{}", ran.out, ran.err);
+    // A clean run that never showed what the file exists for is vacuous:
+    // it fails, naming the counter.
+    let vacuous = scratch("expects-clean-and-a-takeover.json");
+    let text = r#"{"name": "x", "lesson": "x", "config": {"faults": "none"}, "expect": {"correct": "clean"}, "sometimes": ["takeover"]}"#;
+    std::fs::write(&vacuous, text).unwrap();
+    let ran = idemsim(&["run", "--file", vacuous.to_str().unwrap(), "--seeds", "0..5"], Duration::from_secs(60));
+    assert_eq!(ran.code, 1, "{}{}", ran.out, ran.err);
+    assert!(
+        ran.out.contains("<- never happened") && ran.out.contains("shows takeover, which never happened"),
+        "{}",
+        ran.out
+    );
 }
 
 #[test]

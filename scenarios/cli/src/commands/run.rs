@@ -100,7 +100,7 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     let mut quiet = std::io::sink();
     let said: &mut dyn Write = if args.json { &mut quiet } else { out };
     let code = match expected {
-        Some(expect) => judge_expect(expect, &report, said),
+        Some(expect) => judge_expect(expect, &scenario.sometimes, &report, said),
         None => exit_code(&report),
     };
     if let (true, Some(first)) = (args.shrink, report.failures.first()) {
@@ -134,10 +134,25 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
 /// The exit code of a sweep of a scenario file that says what it expects:
 /// 0 when the verdict is the expected one, 1 (with a line saying why) when
 /// it is not.
-fn judge_expect(expect: idemsim::Expect, report: &SweepReport, out: &mut dyn Write) -> i32 {
+fn judge_expect(expect: idemsim::Expect, sometimes: &[String], report: &SweepReport, out: &mut dyn Write) -> i32 {
     let broken: Vec<_> = report.violations_by_property.keys().copied().collect();
     let (met, why) = match expect {
-        idemsim::Expect::Clean => (report.seeds_failed == 0, "the file expects a clean run".to_string()),
+        idemsim::Expect::Clean => {
+            // A clean run that never showed the interleavings the file
+            // exists for passed vacuously: that is not the verdict it asks.
+            let never: Vec<&str> = sometimes
+                .iter()
+                .filter(|name| report.coverage_seeds.get(name.as_str()).copied().unwrap_or(0) == 0)
+                .map(String::as_str)
+                .collect();
+            match never.is_empty() {
+                true => (report.seeds_failed == 0, "the file expects a clean run".to_string()),
+                false => (
+                    false,
+                    format!("the file expects a clean run that shows {}, which never happened", never.join(", ")),
+                ),
+            }
+        }
         idemsim::Expect::Violates(p) => {
             (broken.contains(&p) && report.divergence.is_none(), format!("the file expects a {} violation", p.name()))
         }
