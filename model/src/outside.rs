@@ -307,7 +307,7 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
             Property::Fencing => (no_tokens.clone(), fencing(seen, &ops, &by_ref)),
             Property::ReplayFidelity => (None, replay_fidelity(&ops)),
             Property::StatusRules => (None, status_rules(seen, &ops, &by_ref, &origins)),
-            Property::Isolation => (no_ids.clone(), isolation(seen, &ops, &by_ref, obs)),
+            Property::Isolation => (no_ids.clone(), isolation(&ops, &origins, obs)),
             Property::RetryDiscipline => never("the client retrying is idemsim itself"),
             Property::Expiry => never("the service's sweeper is not observable from outside"),
             Property::Outbox => never("follow-on messages are not observable from outside"),
@@ -476,12 +476,12 @@ fn stored_transient(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Viol
             })
             .collect();
         let Some(&(first_at, first_op, _, first)) = failures.first() else { continue };
-        let again = failures.iter().find(|(at, op, try_no, r)| {
-            *r == first && sent_at(*op, *try_no).is_some_and(|sent| sent > first_at && !called(failed_at, *at))
+        let again = failures.iter().find_map(|&(at, op, try_no, r)| {
+            let sent = sent_at(op, try_no)?;
+            (r == first && sent > first_at && !called(failed_at, at)).then_some((at, op, try_no, r, sent))
         });
-        if let Some(&(at, op, try_no, r)) = again {
+        if let Some((at, op, try_no, r, sent)) = again {
             told.insert(reference);
-            let sent = sent_at(op, try_no).unwrap_or(at);
             out.push(Violation::new(
                 Property::Liveness,
                 vec![failed_at, first_at, sent, at],
@@ -535,7 +535,8 @@ fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
 /// not of the body the request that received it carried (a service
 /// without a fingerprint replays one body's record to another body).
 struct Origins<'a> {
-    by_charge: BTreeMap<&'a str, OpId>,
+    /// Which operation each charge id was made for, and where it was seen.
+    by_charge: BTreeMap<&'a str, (OpId, usize)>,
     by_ref: &'a BTreeMap<String, OpId>,
     prefix: &'a str,
 }
@@ -543,10 +544,10 @@ struct Origins<'a> {
 impl<'a> Origins<'a> {
     fn new(seen: &'a [Seen], by_ref: &'a BTreeMap<String, OpId>, prefix: &'a str) -> Origins<'a> {
         let mut by_charge = BTreeMap::new();
-        for s in seen {
+        for (i, s) in seen.iter().enumerate() {
             if let Seen::Charged { reference: Some(r), charge, .. } = s {
                 if let Some(op) = by_ref.get(r) {
-                    by_charge.entry(charge.as_str()).or_insert(*op);
+                    by_charge.entry(charge.as_str()).or_insert((*op, i));
                 }
             }
         }
@@ -558,7 +559,9 @@ impl<'a> Origins<'a> {
         let body = r.body.lossy();
         let charged = match self.prefix.is_empty() {
             true => None,
-            false => charge_ids(&body, self.prefix).iter().find_map(|id| self.by_charge.get(id.as_str()).copied()),
+            false => {
+                charge_ids(&body, self.prefix).iter().find_map(|id| self.by_charge.get(id.as_str()).map(|(op, _)| *op))
+            }
         };
         charged.or_else(|| reference_of(&r.body).and_then(|reference| self.by_ref.get(&reference).copied()))
     }
@@ -779,24 +782,11 @@ fn execution_of(r: &StoredResponse) -> Option<String> {
     v.get("execution")?.as_str().map(str::to_string)
 }
 
-fn isolation(
-    seen: &[Seen],
-    ops: &BTreeMap<OpId, OpView<'_>>,
-    by_ref: &BTreeMap<String, OpId>,
-    obs: &Observability,
-) -> Vec<Violation> {
+fn isolation(ops: &BTreeMap<OpId, OpView<'_>>, origins: &Origins<'_>, obs: &Observability) -> Vec<Violation> {
     if obs.charge_prefix.is_empty() {
         return Vec::new();
     }
-    // Which operation each charge id was made for, and where.
-    let mut owner: BTreeMap<&str, (OpId, usize)> = BTreeMap::new();
-    for (i, s) in seen.iter().enumerate() {
-        if let Seen::Charged { reference: Some(r), charge, .. } = s {
-            if let Some(op) = by_ref.get(r) {
-                owner.entry(charge.as_str()).or_insert((*op, i));
-            }
-        }
-    }
+    let owner = &origins.by_charge;
     let mut out = Vec::new();
     for (op, v) in ops {
         for (i, r) in v.answers.iter().filter(|(_, r)| success(r)) {

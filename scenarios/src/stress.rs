@@ -305,6 +305,9 @@ pub fn stress(
     stress_with(spec, &open, protocol)
 }
 
+/// The most requests a stress run keeps in flight at once.
+pub const MAX_CLIENTS: usize = 1024;
+
 /// Runs a stress test against any store: `open` opens it (empty) inside
 /// the run's runtime, and may say how to kill its connections.
 pub fn stress_with(
@@ -312,8 +315,10 @@ pub fn stress_with(
     open: Opener<'_>,
     protocol: Arc<dyn Protocol>,
 ) -> Result<StressReport, StressError> {
-    if spec.clients == 0 || spec.clients > 1024 || spec.requests == 0 || spec.lease_ms == 0 {
-        return Err(StressError::Usage("--clients must be 1..=1024, --requests and the lease positive".into()));
+    if spec.clients == 0 || spec.clients > MAX_CLIENTS || spec.requests == 0 || spec.lease_ms == 0 {
+        return Err(StressError::Usage(format!(
+            "--clients must be 1..={MAX_CLIENTS}, --requests and the lease positive"
+        )));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -5,7 +5,6 @@ use crate::{EXIT_CLEAN, EXIT_VIOLATION};
 use idemsim::scenario::Scenario;
 use idemsim::sim::StoreKind;
 use idemsim::sweep::SweepReport;
-use std::ops::Range;
 
 #[derive(clap::Args, Debug)]
 pub struct Target {
@@ -94,11 +93,6 @@ pub fn exit_code(report: &SweepReport) -> i32 {
     } else {
         EXIT_CLEAN
     }
-}
-
-/// Parses a seed range `A..B` (B excluded, A < B).
-pub fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
-    idemsim::sweep::parse_seeds(s)
 }
 
 /// The most requests a stress run may make: its history is judged whole,

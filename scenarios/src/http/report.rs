@@ -3,7 +3,7 @@
 
 use super::{counts, HttpReport};
 use idemsim_model::outside::{OutsideVerdict, Seen};
-use idemsim_model::Violation;
+use idemsim_model::{OpId, Violation};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
@@ -159,15 +159,18 @@ struct Group {
 /// The violations grouped by cause, largest group first (ties: the group
 /// whose first violation comes first).
 fn by_cause(r: &HttpReport) -> Vec<Group> {
+    let mut attacks: BTreeMap<OpId, &str> = BTreeMap::new();
+    for s in &r.seen {
+        if let Seen::Sent { op, attack, .. } = s {
+            attacks.entry(*op).or_insert(attack);
+        }
+    }
     let attack_of = |v: &Violation| {
         let op = v.events.iter().find_map(|i| match &r.seen.get(*i)? {
             Seen::Sent { op, .. } | Seen::Answered { op, .. } | Seen::Lost { op, .. } => Some(*op),
             _ => None,
         })?;
-        r.seen.iter().find_map(|s| match s {
-            Seen::Sent { op: o, attack, .. } if *o == op => Some(attack.clone()),
-            _ => None,
-        })
+        attacks.get(&op).map(|a| a.to_string())
     };
     let mut groups: BTreeMap<(String, String, String), Group> = BTreeMap::new();
     for (i, v) in r.verdict.violations.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use crate::args::{StoreArgs, MAX_REQUESTS};
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
-use idemsim::stress::{stress, StressSpec};
+use idemsim::stress::{stress, StressSpec, MAX_CLIENTS};
 use idemsim::target::StoreTarget;
 use std::io::Write;
 
@@ -35,8 +35,8 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
     }
     // Checked before the kit runs, not after it.
-    if args.clients == 0 || args.clients > 1024 {
-        return Err(format!("--clients must be between 1 and 1024, not {}", args.clients));
+    if args.clients == 0 || args.clients > MAX_CLIENTS {
+        return Err(format!("--clients must be between 1 and {MAX_CLIENTS}, not {}", args.clients));
     }
     let _ = writeln!(out, "idemsim check-store: store {}", target.name());
     let conformance = Conformance::new()

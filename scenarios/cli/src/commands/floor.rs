@@ -2,8 +2,8 @@
 //! our code, seed after seed on one thread: the floor `bench` counts
 //! instructions of.
 
-use crate::args::parse_seeds;
 use crate::EXIT_CLEAN;
+use idemsim::sweep::parse_seeds;
 use std::ops::Range;
 
 /// Bare madsim with a seed's traffic and none of our code.

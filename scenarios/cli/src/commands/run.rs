@@ -1,10 +1,11 @@
 //! `idemsim run`: sweep seeds of a scenario, report violations and coverage,
 //! and shrink the first failing seed if asked.
 
-use crate::args::{exit_code, parse_seeds, parse_shard, target_scenario, variant_of, Shard, Target};
+use crate::args::{exit_code, parse_shard, target_scenario, variant_of, Shard, Target};
 use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::sim::Subject;
+use idemsim::sweep::parse_seeds;
 use idemsim::sweep::{sweep, SweepReport, SweepSpec};
 use std::io::Write;
 use std::ops::Range;
