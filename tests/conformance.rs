@@ -13,6 +13,7 @@ fn mem_store_conforms() {
     // Not vacuous: the interesting paths were taken.
     let s = &verdict.stats;
     assert!(s.takeovers_granted > 0 && s.writes_fenced > 0 && s.completions > 0 && s.sweeps_deleting > 0, "{verdict}");
+    assert!(s.recompleted_after_sweep > 0, "{verdict}");
 }
 
 #[test]
@@ -21,6 +22,9 @@ fn sqlite_store_conforms() {
         Conformance::new().cases(256).check(|| async { SqliteStore::in_memory() }).unwrap_or_else(|f| panic!("{f}"));
     let s = &verdict.stats;
     assert!(s.takeovers_granted > 0 && s.stale_found > 0 && s.messages_published > 0, "{verdict}");
+    // A key completed again after its record was swept, with new message ids
+    // (the sequence that once broke `run --store sqlite`).
+    assert!(s.recompleted_after_sweep > 0, "{verdict}");
 }
 
 #[test]

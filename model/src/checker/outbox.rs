@@ -1,6 +1,9 @@
 //! Property 9: outbox messages are published only after the completion that
 //! staged them committed, and each is applied by the consumer exactly once
-//! (by message id) by the end of the run.
+//! (by message id) by the end of the run. Since consumers dedup by id, a
+//! completion that commits an id an earlier completion already committed
+//! (a key executed again after its record was swept, under the old id)
+//! has a message no consumer will apply: a violation at once.
 
 use super::Lookup;
 use super::{Index, Property, Violation};
@@ -15,8 +18,19 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     // Completions, publishes and deliveries all name their record.
     for (i, entry) in index.record_entries(history) {
         match &entry.event {
-            Event::CompletionWritten { outbox, .. } => {
+            Event::CompletionWritten { outbox, scope, .. } => {
                 for id in outbox {
+                    if let Some(&first) = staged.get(id) {
+                        out.push(Violation::new(
+                            Property::Outbox,
+                            vec![first, i],
+                            format!(
+                                "message {} of {scope} was committed again by a later completion; \
+                                 consumers dedup by id, so the later one is never applied",
+                                id.0
+                            ),
+                        ));
+                    }
                     staged.entry(id).or_insert(i);
                 }
             }
@@ -124,5 +138,19 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].explanation.contains("applied twice"));
         assert!(v[1].explanation.contains("never applied"));
+    }
+
+    #[test]
+    fn a_second_completion_reusing_a_message_id_is_a_violation() {
+        let mut s = Story::new();
+        let first = commit(&mut s);
+        publish(&mut s);
+        consume(&mut s, true);
+        let again = commit(&mut s);
+        s.end();
+        let v = check(&s.history, &Index::new(&s.history));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![first, again]);
+        assert!(v[0].explanation.contains("committed again"));
     }
 }

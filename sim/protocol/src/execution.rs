@@ -5,7 +5,7 @@
 
 use idemsim_model::{
     Bytes, Completion, DownstreamKey, Effects, Fingerprint, LocalEffect, MessageId, OutboxMessage, Request, Scope,
-    StoredResponse,
+    SimTime, StoredResponse,
 };
 
 /// The `amount` of a JSON body, if there is one (an integer).
@@ -127,7 +127,19 @@ pub fn request_from(data: &Bytes) -> Option<Request> {
 
 /// Everything the completing transaction writes for `request`; `stamp`
 /// (see `Env::stamp`) goes into the response.
-pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>, stamp: Option<&str>) -> Completion {
+///
+/// `created_at` is the record's: it names the key's lifetime, so the outbox
+/// message id differs when a key is executed again after its record was
+/// swept. That re-execution is a new operation (docs/protocol.md §8) and
+/// its message a new message; under the old id the consumer would drop it
+/// as a duplicate, and a store with a unique message id refuses it.
+pub fn completion(
+    scope: &Scope,
+    created_at: SimTime,
+    request: &Request,
+    charge: Option<&str>,
+    stamp: Option<&str>,
+) -> Completion {
     let effects = Effects::of_path(&request.path);
     let amount = amount_of(request).unwrap_or(0);
     let scope = [&*scope.caller.0, "/", &*scope.key.0].concat();
@@ -147,7 +159,7 @@ pub fn completion(scope: &Scope, request: &Request, charge: Option<&str>, stamp:
     let local_effect = effects.local.then(|| LocalEffect { id: ["order:", &scope].concat(), data: Bytes::text(&body) });
     let outbox = if effects.message {
         vec![OutboxMessage {
-            id: MessageId(["msg:", &scope].concat().into()),
+            id: MessageId(format!("msg:{scope}@{}", created_at.0).into()),
             topic: "checkout.completed".into(),
             payload: Bytes::text(&body),
         }]
@@ -279,11 +291,14 @@ mod tests {
     #[test]
     fn a_checkout_commits_a_row_and_a_message() {
         let r = request("/checkout", r#"{"amount":5}"#);
-        let c = completion(&Scope::new("acme", "k"), &r, Some("ch_1"), None);
+        let c = completion(&Scope::new("acme", "k"), SimTime(7), &r, Some("ch_1"), None);
         assert_eq!(c.response.status, 201);
         assert!(c.response.body.lossy().contains("ch_1"));
         assert!(c.local_effect.is_some());
         assert_eq!(c.outbox.len(), 1);
+        assert_eq!(c.outbox[0].id.0.as_str(), "msg:acme/k@7");
+        let again = completion(&Scope::new("acme", "k"), SimTime(9), &r, Some("ch_1"), None);
+        assert_ne!(again.outbox[0].id, c.outbox[0].id, "a new lifetime of the key is a new message");
         assert_eq!(request_from(&recovery_data(&r)), Some(r));
     }
 }

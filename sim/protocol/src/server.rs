@@ -6,8 +6,8 @@
 use crate::execution::{completion, recovery_data, validate};
 use crate::{Env, FaultSite, Proceed, Protocol, Reply, StoreOp, StoreReply};
 use idemsim_model::{
-    decide, Attempt, Claim, Decision, Effects, Event, Fingerprint, RecoveryPoint, Request, RequestId, Scope, Takeover,
-    WriteOutcome,
+    decide, Attempt, Claim, Decision, Effects, Event, Fingerprint, RecoveryPoint, Request, RequestId, Scope, SimTime,
+    Takeover, WriteOutcome,
 };
 
 /// Handles one delivered copy of a request: records its receipt, answers
@@ -48,7 +48,11 @@ pub async fn respond<P: Protocol + ?Sized>(
         Ok(claimed) => claimed,
         Err(reply) => return Some(reply),
     };
-    let run = Execution { env, request, fingerprint, scope: &scope };
+    let created_at = match &claimed.claim {
+        Claim::Existing(record) => record.created_at,
+        Claim::Owned(_) => now,
+    };
+    let run = Execution { env, request, fingerprint, scope: &scope, created_at };
     if claimed.forced_owner {
         return run.execute(p, claimed.attempt(), None).await;
     }
@@ -78,6 +82,8 @@ struct Execution<'a> {
     request: &'a Request,
     fingerprint: &'a Fingerprint,
     scope: &'a Scope,
+    /// The record's creation time: which lifetime of the key this is.
+    created_at: SimTime,
 }
 
 impl Execution<'_> {
@@ -105,7 +111,8 @@ impl Execution<'_> {
             }
         }
         let charged = charge.is_some();
-        let mut completion = completion(scope, self.request, charge.as_deref(), env.stamp(attempt).as_deref());
+        let mut completion =
+            completion(scope, self.created_at, self.request, charge.as_deref(), env.stamp(attempt).as_deref());
         if let Err(reply) = p.before_commit(env, scope, attempt, &mut completion).await {
             return Some(reply);
         }

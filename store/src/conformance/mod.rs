@@ -198,9 +198,10 @@ impl fmt::Display for Verdict {
         let s = &self.stats;
         write!(
             f,
-            "store `{}` conforms: {} cases, {} operations (seed {}); claims {} owned / {} existing, takeovers {} granted / {} refused, {} fenced writes, {} completions, {} sweeps deleting, {} stale scans finding, {} messages published",
+            "store `{}` conforms: {} cases, {} operations (seed {}); claims {} owned / {} existing, takeovers {} granted / {} refused, {} fenced writes, {} completions, {} sweeps deleting, {} stale scans finding, {} messages published, {} keys completed again after a sweep",
             self.store, self.cases, s.ops, self.seed, s.claims_owned, s.claims_existing, s.takeovers_granted,
-            s.takeovers_refused, s.writes_fenced, s.completions, s.sweeps_deleting, s.stale_found, s.messages_published
+            s.takeovers_refused, s.writes_fenced, s.completions, s.sweeps_deleting, s.stale_found, s.messages_published,
+            s.recompleted_after_sweep
         )
     }
 }

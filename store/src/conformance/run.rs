@@ -58,6 +58,9 @@ pub struct Stats {
     pub stale_found: u64,
     /// Messages marked published.
     pub messages_published: u64,
+    /// Completions with outbox messages of a key whose earlier completed
+    /// record was swept: a new lifetime of the key, a new message.
+    pub recompleted_after_sweep: u64,
 }
 
 impl Stats {
@@ -72,6 +75,7 @@ impl Stats {
         self.sweeps_deleting += o.sweeps_deleting;
         self.stale_found += o.stale_found;
         self.messages_published += o.messages_published;
+        self.recompleted_after_sweep += o.recompleted_after_sweep;
     }
 
     fn count(&mut self, outcome: &Outcome) {
@@ -105,6 +109,7 @@ pub(crate) async fn run_case(store: &dyn IdempotencyStore, ops: &[Op], op_timeou
     let mut model = RefStore::new();
     let mut clock = Clock { now: SimTime(0), issued: Vec::new() };
     let mut run = CaseRun { transcript: String::new(), failure: None, stats: Stats::default() };
+    let mut swept: Vec<Scope> = Vec::new();
     let audit = audit_ops();
     let steps =
         ops.iter().map(|op| (op.to_string(), Step::Op(op))).chain(audit.iter().map(|(d, s)| (d.clone(), s.clone())));
@@ -123,8 +128,14 @@ pub(crate) async fn run_case(store: &dyn IdempotencyStore, ops: &[Op], op_timeou
         }
         clock.observe(&expected);
         run.stats.count(&expected);
-        if matches!((&step, &expected), (Step::Op(Op::Complete { .. }), Outcome::Write(WriteOutcome::Applied))) {
-            run.stats.completions += 1;
+        match (&step, &expected) {
+            (Step::Op(Op::Complete { scope, messages, .. }), Outcome::Write(WriteOutcome::Applied)) => {
+                run.stats.completions += 1;
+                let again = *messages > 0 && swept.contains(&scopes()[*scope]);
+                run.stats.recompleted_after_sweep += u64::from(again);
+            }
+            (Step::Op(Op::Sweep { .. }), Outcome::Scopes(deleted)) => swept.extend(deleted.iter().cloned()),
+            _ => {}
         }
     }
     run
