@@ -252,6 +252,32 @@ fn run_shrink_writes_a_smaller_file_that_replays_with_its_story() {
 }
 
 #[test]
+fn a_shrunk_file_replays_on_its_own_store_and_refuses_another() {
+    let dir = std::env::temp_dir().join(format!("idemsim-cli-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("small.json");
+    let args = ["shrink", "--scenario", "paused-holder", "--variant", "unfenced-completion", "--seed", "0"];
+    let (code, out, err) = idemsim(&[&args[..], &["--store", "sqlite", "--out", file.to_str().unwrap()]].concat());
+    assert_eq!(code, EXIT_VIOLATION, "{out}{err}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains(r#""store": "sqlite""#));
+    // Without --store, the file's store; with another, one line naming both.
+    let (code, out, _) = idemsim(&["replay", "--file", file.to_str().unwrap()]);
+    assert_eq!(code, EXIT_VIOLATION, "{out}");
+    let (code, _, err) = idemsim(&["replay", "--file", file.to_str().unwrap(), "--store", "mem"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("store 'sqlite'") && err.contains("store 'mem'") && err.lines().count() == 1, "{err}");
+    // A file of a protocol of one's own: only the user's program can replay it.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(r#""store": "sqlite""#, r#""store": "sqlite", "protocol": "mine""#);
+    std::fs::write(&file, text).unwrap();
+    let (code, _, err) = idemsim(&["replay", "--file", file.to_str().unwrap()]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("protocol 'mine' (a protocol of your own)"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn toml_scenario_files_run_like_json_ones() {
     let (code, toml, _) = idemsim(&["explain", "retry-storm", "--toml"]);
     assert_eq!(code, EXIT_CLEAN);

@@ -262,7 +262,7 @@ fn each_variant_as_a_protocol_runs_exactly_as_its_steps() {
         for name in scenario.expect.keys() {
             let Some(variant) = Variant::from_name(name) else { continue };
             let config = scenario.config_for(name).unwrap();
-            let own = idemsim_sim::Subject::from(StoreKind::Mem).protocol_arc(variant.protocol());
+            let own = idemsim_sim::Subject::from(StoreKind::Mem).protocol_with(move || variant.protocol());
             for seed in 0..2 {
                 let by_steps = run_seed(&config, StoreKind::Mem, seed).unwrap();
                 let by_protocol = run_seed(&config, &own, seed).unwrap();

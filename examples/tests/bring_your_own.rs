@@ -35,8 +35,8 @@ fn caught_shrunk_and_replayed(sim: &Simulation, property: Property, file: &str) 
     let mut again = Simulation::file(&path).unwrap();
     again.store_kind(idemsim::sim::StoreKind::Mem);
     let subject = sim.subject().clone();
-    if let Some(protocol) = subject.own_protocol() {
-        again.protocol(protocol);
+    if let Some(make) = subject.own_protocol() {
+        again.protocol_factory(make);
     }
     if subject.store_name() == "racy" {
         again.store("racy", || Ok(RacyStore::new()));

@@ -110,6 +110,13 @@ impl RefStore {
         self.records.get(scope).cloned()
     }
 
+    /// The record, to change in place: a building block for a store with
+    /// one deliberate difference from this one (the operations above never
+    /// need it, and a store that uses it is judged like any other).
+    pub fn record_mut(&mut self, scope: &Scope) -> Option<&mut Record> {
+        self.records.get_mut(scope)
+    }
+
     /// Local effect rows committed for a scope, oldest first.
     pub fn effects(&self, scope: &Scope) -> Vec<LocalEffect> {
         self.effects.get(scope).cloned().unwrap_or_default()

@@ -20,4 +20,4 @@ pub use idemsim_model::{
 pub use idemsim_protocol::{ClaimStep, Correct, Protocol, Steps, Variant};
 pub use idemsim_sim::SimConfig;
 pub use idemsim_store::conformance::Conformance;
-pub use idemsim_store::{IdempotencyStore, MemStore, StoreError};
+pub use idemsim_store::{Delegate, IdempotencyStore, MemStore, StoreError};

@@ -64,6 +64,33 @@ pub struct Reproduces {
     /// (which a file cannot carry): replay the file with the same protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// The store's name (a built-in one such as `mem`, or the name a store
+    /// of the user's own was given): a replay on another store is refused.
+    /// Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+}
+
+impl Reproduces {
+    /// Refuses a replay of this run on `store` running `protocol` (`None`:
+    /// a built-in variant) when the file names another, in one line naming
+    /// both. `file` names the file or scenario.
+    pub fn check(&self, file: &str, store: &str, protocol: Option<&str>) -> Result<(), String> {
+        if let Some(named) = self.store.as_deref().filter(|named| *named != store) {
+            return Err(format!("{file} reproduces a run on store '{named}', but this replay runs store '{store}'"));
+        }
+        match (self.protocol.as_deref(), protocol) {
+            (None, _) => Ok(()),
+            (Some(named), Some(own)) if named == own => Ok(()),
+            (Some(named), Some(own)) => {
+                Err(format!("{file} reproduces a run of protocol '{named}', but this replay runs '{own}'"))
+            }
+            (Some(named), None) => Err(format!(
+                "{file} reproduces a run of protocol '{named}' (a protocol of your own): replay it from your \
+                 program, with Simulation::protocol"
+            )),
+        }
+    }
 }
 
 impl Scenario {

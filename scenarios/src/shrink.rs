@@ -20,7 +20,7 @@ use crate::scenario::{Expect, Reproduces, Scenario};
 use idemsim_model::Property;
 use idemsim_sim::plan::{FaultAction, TimedFault};
 use idemsim_sim::workload::Operation;
-use idemsim_sim::{draws, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
+use idemsim_sim::{draws, followed, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -88,7 +88,9 @@ pub struct Shrunk {
 
 /// Shrinks `spec.seed`, which must fail.
 pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
-    let config = spec.scenario.config_for(spec.variant)?;
+    // What the run really ran: the timing follows the subject's lease, and
+    // the file must say so, since the explicit schedule was drawn under it.
+    let config = followed(&spec.scenario.config_for(spec.variant)?, &spec.subject);
     let first = run_seed(&config, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
     let wanted = first.violations.iter().find(|v| Some(v.property) == spec.property);
     let Some(target) = wanted.or(first.violations.first()) else {
@@ -100,7 +102,7 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
             ),
         });
     };
-    let (profile, faults, mut operations) = draws(&config, spec.seed);
+    let (profile, faults, mut operations) = draws(&config, &spec.subject, spec.seed);
     pin_servers(&mut operations, &first);
     let mut explicit = config.clone();
     explicit.faults = FaultSettings::Scheduled { profile, faults };
@@ -156,7 +158,12 @@ fn minimal_scenario(spec: &ShrinkSpec<'_>, mut config: SimConfig, property: Prop
         expect: [(spec.variant.to_string(), Expect::Violates(property))].into_iter().collect(),
         variants,
         sometimes: Vec::new(),
-        reproduces: Some(Reproduces { variant: spec.variant.to_string(), seed: spec.seed, protocol }),
+        reproduces: Some(Reproduces {
+            variant: spec.variant.to_string(),
+            seed: spec.seed,
+            protocol,
+            store: Some(spec.subject.store_name().to_string()),
+        }),
     }
 }
 

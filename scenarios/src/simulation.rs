@@ -20,7 +20,7 @@ use crate::scenario::Scenario;
 use crate::shrink::{shrink, ShrinkSpec, Shrunk};
 use crate::sweep::{sweep, SweepReport, SweepSpec};
 use idemsim_model::Violation;
-use idemsim_sim::{Protocol, RunOutcome, SimConfig, StoreKind, Subject};
+use idemsim_sim::{Protocol, ProtocolFactory, RunOutcome, SimConfig, StoreKind, Subject};
 use idemsim_store::{IdempotencyStore, StoreError};
 use std::ops::Range;
 use std::path::Path;
@@ -100,16 +100,50 @@ impl Simulation {
     /// Switches to `store`, keeping the protocol set so far.
     fn keep_protocol(&mut self, store: Subject) -> &mut Simulation {
         self.subject = match self.subject.own_protocol() {
-            Some(protocol) => store.protocol_arc(protocol),
+            Some(make) => store.protocol_factory(make),
             None => store,
         };
         self
     }
 
     /// Runs `protocol` on servers, clients and background jobs instead of
-    /// the scenario's variant.
-    pub fn protocol(&mut self, protocol: impl Protocol + 'static) -> &mut Simulation {
+    /// the scenario's variant. Every run (seed, worker, shrink candidate)
+    /// gets its own clone; a protocol whose clones would share state (an
+    /// `Arc` inside) should be given with
+    /// [`protocol_with`](Simulation::protocol_with).
+    pub fn protocol<P: Protocol + Clone + 'static>(&mut self, protocol: P) -> &mut Simulation {
         self.subject = self.subject.clone().protocol(protocol);
+        self
+    }
+
+    /// Runs the protocol `make` builds, a fresh one for every run.
+    ///
+    /// ```
+    /// use idemsim::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Counting { claims: std::sync::atomic::AtomicU64 }
+    /// impl Protocol for Counting {
+    ///     fn name(&self) -> String { "counting".into() }
+    /// }
+    ///
+    /// let mut sim = Simulation::scenario("default").unwrap();
+    /// sim.protocol_with(Counting::default).seeds(0..2).jobs(1);
+    /// assert!(sim.sweep().unwrap().failures.is_empty());
+    /// ```
+    pub fn protocol_with<P, F>(&mut self, make: F) -> &mut Simulation
+    where
+        P: Protocol + 'static,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.subject = self.subject.clone().protocol_with(make);
+        self
+    }
+
+    /// Runs the protocol a factory makes (as [`Subject::own_protocol`]
+    /// returns one), a fresh one for every run.
+    pub fn protocol_factory(&mut self, make: ProtocolFactory) -> &mut Simulation {
+        self.subject = self.subject.clone().protocol_factory(make);
         self
     }
 
@@ -227,25 +261,12 @@ impl Simulation {
         idemsim_sim::html::render(&title, &outcome.history, &outcome.violations)
     }
 
-    /// A shrunk file names the user protocol it was shrunk with; replaying
-    /// it with another would reproduce nothing.
+    /// A shrunk file names the store, and any user protocol, it was shrunk
+    /// with; replaying it with others would reproduce nothing.
     fn check_file_protocol(&self) -> Result<(), String> {
-        let Some(named) = self.scenario.reproduces.as_ref().and_then(|r| r.protocol.as_deref()) else {
-            return Ok(());
-        };
-        match self.subject.has_own_protocol() {
-            true if self.protocol_name() == named => Ok(()),
-            true => Err(format!(
-                "{} reproduces a run of protocol '{named}', but this simulation runs '{}'",
-                self.scenario.name,
-                self.protocol_name()
-            )),
-            false => Err(format!(
-                "{} reproduces a run of protocol '{named}' (a protocol of your own): set it with \
-                 Simulation::protocol before replaying",
-                self.scenario.name
-            )),
-        }
+        let Some(reproduces) = &self.scenario.reproduces else { return Ok(()) };
+        let own = self.subject.has_own_protocol().then(|| self.protocol_name());
+        reproduces.check(&self.scenario.name, self.subject.store_name(), own.as_deref())
     }
 }
 

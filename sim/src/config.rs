@@ -315,11 +315,12 @@ impl SimConfig {
         Ok(())
     }
 
-    /// The settings the checkers judge by.
-    pub fn run_meta(&self) -> RunMeta {
+    /// The settings the checkers judge by; `lease_ms` is the lease the
+    /// protocol asks for (`timing::followed_lease_ms`).
+    pub fn run_meta(&self, lease_ms: u64) -> RunMeta {
         let p = &self.protocol;
         RunMeta {
-            lease_ms: p.lease_ms,
+            lease_ms,
             expiry_window_ms: p.expiry_window_ms,
             reconcile_bound_ms: p.reconcile_bound_ms,
             retry: p.retry.clone(),

@@ -226,7 +226,8 @@ fn drawn_crash_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
 /// How long a holder freezes, if the profile's rate pauses it there.
 fn drawn_pause_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
     let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
-    let lease = w.config.protocol.lease_ms;
+    // The lease the protocol asks for (see `timing`), not the configured one.
+    let lease = w.history.meta.lease_ms;
     on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
 }
 

@@ -58,6 +58,7 @@ mod server;
 pub mod story;
 pub mod swarm;
 pub mod timeline;
+pub mod timing;
 pub mod trace;
 pub use idemsim_protocol::variant;
 mod wakeups;
@@ -67,7 +68,9 @@ mod world;
 
 pub use config::{ConfigError, Durability, FaultSettings, ProtocolSettings, RetryAfter, SimConfig};
 pub use protocol::{execution, Protocol};
-pub use run::{draws, run_seed, run_seed_here, RunError, RunOutcome, StoreFactory, StoreKind, Subject};
+pub use run::{
+    draws, followed, run_seed, run_seed_here, ProtocolFactory, RunError, RunOutcome, StoreFactory, StoreKind, Subject,
+};
 pub use swarm::FaultProfile;
 pub use trace::{from_jsonl, to_jsonl, trace_hash, TraceError, TraceHeader};
 pub use variant::{

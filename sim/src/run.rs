@@ -50,9 +50,14 @@ impl StoreKind {
 /// seed's thread, before the simulation starts.
 pub type StoreFactory = Arc<dyn Fn() -> Result<Arc<dyn IdempotencyStore>, StoreError> + Send + Sync>;
 
+/// Makes the protocol for one run: every seed, worker and shrink candidate
+/// gets its own instance, so state a protocol keeps (a cache, a counter)
+/// never leaks from one run into another.
+pub type ProtocolFactory = Arc<dyn Fn() -> Arc<dyn Protocol> + Send + Sync>;
+
 /// What a run tests: a store (any [`IdempotencyStore`], opened fresh for
-/// each seed) and a protocol (any [`Protocol`]; by default the config's
-/// [`Steps`](crate::Steps)).
+/// each seed) and a protocol (any [`Protocol`], made fresh for each seed;
+/// by default the config's [`Steps`](crate::Steps)).
 ///
 /// ```
 /// use idemsim_sim::{run_seed, SimConfig, Subject};
@@ -66,7 +71,7 @@ pub type StoreFactory = Arc<dyn Fn() -> Result<Arc<dyn IdempotencyStore>, StoreE
 pub struct Subject {
     store_name: String,
     open: StoreFactory,
-    protocol: Option<Arc<dyn Protocol>>,
+    protocol: Option<ProtocolFactory>,
 }
 
 impl Subject {
@@ -80,15 +85,27 @@ impl Subject {
         Subject { store_name: name.to_string(), open, protocol: None }
     }
 
-    /// The same store with `protocol` instead of the config's steps.
-    pub fn protocol(mut self, protocol: impl Protocol + 'static) -> Subject {
-        self.protocol = Some(Arc::new(protocol));
+    /// The same store with `protocol` instead of the config's steps; every
+    /// run gets a clone of it. (A clone that shares state, such as an
+    /// `Arc` of a protocol, shares it between runs: use
+    /// [`protocol_with`](Subject::protocol_with) for such a protocol.)
+    pub fn protocol<P: Protocol + Clone + 'static>(self, protocol: P) -> Subject {
+        self.protocol_with(move || protocol.clone())
+    }
+
+    /// The same store with a protocol that `make` builds afresh for every run.
+    pub fn protocol_with<P, F>(mut self, make: F) -> Subject
+    where
+        P: Protocol + 'static,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.protocol = Some(Arc::new(move || Arc::new(make()) as Arc<dyn Protocol>));
         self
     }
 
-    /// The same store with a shared protocol (kept as it is, not wrapped).
-    pub fn protocol_arc(mut self, protocol: Arc<dyn Protocol>) -> Subject {
-        self.protocol = Some(protocol);
+    /// The same store with a protocol factory (as [`own_protocol`](Subject::own_protocol) returns).
+    pub fn protocol_factory(mut self, make: ProtocolFactory) -> Subject {
+        self.protocol = Some(make);
         self
     }
 
@@ -109,14 +126,15 @@ impl Subject {
         self.protocol.is_some()
     }
 
-    /// The subject's own protocol, if it brings one.
-    pub fn own_protocol(&self) -> Option<Arc<dyn Protocol>> {
+    /// The factory of the subject's own protocol, if it brings one.
+    pub fn own_protocol(&self) -> Option<ProtocolFactory> {
         self.protocol.clone()
     }
 
-    fn protocol_for(&self, config: &SimConfig) -> Arc<dyn Protocol> {
+    /// A fresh instance of the protocol a run of `config` runs.
+    pub fn protocol_for(&self, config: &SimConfig) -> Arc<dyn Protocol> {
         match (&self.protocol, config.steps == crate::Steps::default()) {
-            (Some(own), _) => own.clone(),
+            (Some(make), _) => make(),
             // The same steps without the per-step dispatch of `Steps`.
             (None, true) => Arc::new(crate::protocol::Correct),
             (None, false) => config.steps.protocol(),
@@ -138,7 +156,7 @@ impl Subject {
 
 impl std::fmt::Debug for Subject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let protocol = self.protocol.as_ref().map(|p| p.name());
+        let protocol = self.protocol.as_ref().map(|make| make().name());
         f.debug_struct("Subject").field("store", &self.store_name).field("protocol", &protocol).finish()
     }
 }
@@ -252,15 +270,28 @@ fn panicked(seed: u64, panic: &(dyn std::any::Any + Send)) -> RunOutcome {
 }
 
 /// What a seed draws before the run starts: its fault profile, its timed
-/// faults and its operations. An explicit schedule or operation list in the
+/// faults and its operations, under the timing that follows `subject`'s
+/// lease (see [`followed`]). An explicit schedule or operation list in the
 /// config is returned as it is (sorted by time), so `draws` of a shrunk
 /// scenario is exactly what it runs.
-pub fn draws(config: &SimConfig, seed: u64) -> (FaultProfile, Vec<TimedFault>, Vec<Operation>) {
+pub fn draws(config: &SimConfig, subject: &Subject, seed: u64) -> (FaultProfile, Vec<TimedFault>, Vec<Operation>) {
+    let lease_ms = crate::timing::followed_lease_ms(config, &*subject.protocol_for(config));
+    draws_at(&crate::timing::follow(config, lease_ms), lease_ms, seed)
+}
+
+/// `config` with the durations it derives from the lease following the
+/// lease `subject`'s protocol asks for (the table in `timing`): what a run
+/// of `subject` actually runs.
+pub fn followed(config: &SimConfig, subject: &Subject) -> SimConfig {
+    crate::timing::follow(config, crate::timing::followed_lease_ms(config, &*subject.protocol_for(config)))
+}
+
+fn draws_at(config: &SimConfig, lease_ms: u64, seed: u64) -> (FaultProfile, Vec<TimedFault>, Vec<Operation>) {
     let (profile, mut plan) = match &config.faults {
         FaultSettings::Scheduled { profile, faults } => (profile.clone(), faults.clone()),
         settings => {
             let profile = match settings {
-                FaultSettings::Swarm => FaultProfile::draw(&mut stream(seed, Stream::Swarm)),
+                FaultSettings::Swarm => FaultProfile::draw(&mut stream(seed, Stream::Swarm), lease_ms),
                 FaultSettings::Pinned(p) => p.clone(),
                 _ => FaultProfile::calm(),
             };
@@ -281,12 +312,16 @@ pub fn draws(config: &SimConfig, seed: u64) -> (FaultProfile, Vec<TimedFault>, V
 }
 
 fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome {
-    let (profile, plan, ops) = draws(&config, seed);
+    // One protocol instance for this run, and the timing that follows its lease.
+    let protocol = subject.protocol_for(&config);
+    let lease_ms = crate::timing::followed_lease_ms(&config, &*protocol);
+    let config = Arc::new(crate::timing::follow(&config, lease_ms));
+    let (profile, plan, ops) = draws_at(&config, lease_ms, seed);
     let mut outcome = RunOutcome {
         seed,
         profile: profile.clone(),
         plan: plan.clone(),
-        history: History::new(config.run_meta()),
+        history: History::new(config.run_meta(lease_ms)),
         violations: Vec::new(),
         coverage: Coverage::default(),
         error: None,
@@ -314,9 +349,9 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     let world = World {
         config: config.clone(),
         profile,
-        history: history_for(&config, ops.len()),
+        history: history_for(&config, lease_ms, ops.len()),
         store,
-        protocol: subject.protocol_for(&config),
+        protocol,
         net: Keyed::new(seed, Stream::Net),
         clients: Keyed::new(seed, Stream::Clients),
         servers: Keyed::new(seed, Stream::Servers),
@@ -411,8 +446,8 @@ fn clock_skew_bound_ms(config: &SimConfig, profile: &FaultProfile, plan: &[Timed
 /// An empty history with room for a typical run of `ops` operations (a
 /// default run records about 18 events each), so recording does not keep
 /// regrowing it.
-fn history_for(config: &SimConfig, ops: usize) -> History {
-    let mut history = History::new(config.run_meta());
+fn history_for(config: &SimConfig, lease_ms: u64, ops: usize) -> History {
+    let mut history = History::new(config.run_meta(lease_ms));
     // Room for a busy seed (a default one records about 18 events an
     // operation): growing copies every event recorded so far.
     history.entries.reserve(64 + 32 * ops);

@@ -54,8 +54,9 @@ impl FaultProfile {
     }
 
     /// Draws a profile: each fault class is switched on with probability
-    /// one half, then given a random strength.
-    pub fn draw(rng: &mut SimRng) -> FaultProfile {
+    /// one half, then given a random strength. Timed pauses are drawn
+    /// around `lease_ms`, the lease the protocol under test asks for.
+    pub fn draw(rng: &mut SimRng, lease_ms: u64) -> FaultProfile {
         let mut p = FaultProfile::calm();
         let on = |rng: &mut SimRng| chance(rng, 500);
         p.latency_ms = [1, between(rng, 5, 60)];
@@ -80,7 +81,8 @@ impl FaultProfile {
         }
         if on(rng) {
             p.pauses = between(rng, 1, 4) as u32;
-            p.pause_ms_max = between(rng, 500, 4_000);
+            // Around the lease the protocol asks for (see `timing`).
+            p.pause_ms_max = between(rng, lease_ms / 2, 4 * lease_ms);
         }
         if on(rng) {
             p.skew_ms_max = between(rng, 10, 1_500);
@@ -144,7 +146,8 @@ mod tests {
 
     #[test]
     fn drawn_profiles_are_valid_and_varied() {
-        let profiles: Vec<FaultProfile> = (0..64).map(|s| FaultProfile::draw(&mut stream(s, Stream::Swarm))).collect();
+        let profiles: Vec<FaultProfile> =
+            (0..64).map(|s| FaultProfile::draw(&mut stream(s, Stream::Swarm), 1_000)).collect();
         for p in &profiles {
             p.validate().unwrap();
         }

@@ -24,6 +24,7 @@
 
 #[cfg(feature = "kit")]
 pub mod conformance;
+mod delegate;
 mod durability;
 mod error;
 mod flaw;
@@ -42,6 +43,7 @@ mod sqlite;
 mod store;
 mod text;
 
+pub use delegate::Delegate;
 pub use durability::CrashDurability;
 pub use error::StoreError;
 pub use flaw::StoreFlaw;

@@ -34,6 +34,28 @@ impl MemStore {
         *self.lock() = state;
     }
 
+    /// Runs `f` on the store's state, atomically: the model's own record
+    /// logic for a store built on this one that changes one field of it
+    /// (see [`Delegate`](crate::Delegate)).
+    ///
+    /// ```
+    /// use idemsim_model::{Fingerprint, RecordState, Scope, SimTime};
+    /// use idemsim_store::MemStore;
+    ///
+    /// let store = MemStore::new();
+    /// let scope = Scope::new("acme", "k");
+    /// // A claim that also refreshes a live lease: a bug, written in one line.
+    /// store.with_model(|m| m.claim(&scope, &Fingerprint::of("POST", "/p", b"{}"), SimTime(0), 1_000));
+    /// store.with_model(|m| {
+    ///     if let Some(RecordState::InProgress { locked_until, .. }) = m.record_mut(&scope).map(|r| &mut r.state) {
+    ///         *locked_until = SimTime(5_000);
+    ///     }
+    /// });
+    /// ```
+    pub fn with_model<R>(&self, f: impl FnOnce(&mut RefStore) -> R) -> R {
+        f(&mut self.lock())
+    }
+
     fn lock(&self) -> MutexGuard<'_, RefStore> {
         // A panic while holding the lock cannot leave a half-applied
         // operation: every RefStore method mutates only after deciding.

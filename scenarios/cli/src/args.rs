@@ -3,7 +3,7 @@
 
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
 use idemsim::scenario::Scenario;
-use idemsim::sim::StoreKind;
+use idemsim::sim::{StoreKind, Subject};
 use idemsim::sweep::SweepReport;
 
 #[derive(clap::Args, Debug)]
@@ -20,9 +20,10 @@ pub struct Target {
     /// lists them).
     #[arg(long)]
     pub variant: Option<String>,
-    /// Store on the database node: mem or sqlite.
-    #[arg(long, default_value = "mem", value_parser = parse_store)]
-    pub store: StoreKind,
+    /// Store on the database node: mem (the default; for a shrunk file,
+    /// the store it reproduces) or sqlite.
+    #[arg(long, value_parser = parse_store)]
+    pub store: Option<StoreKind>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +86,21 @@ pub fn variant_of(target: &Target, scenario: &Scenario) -> Result<String, String
     let name = target.variant.clone().or(from_file).unwrap_or_else(|| "correct".into());
     scenario.steps_of(&name)?;
     Ok(name)
+}
+
+/// The store a command runs: the flag, else the one a shrunk file
+/// reproduces, else mem. A file that reproduces a run on another store,
+/// or of a protocol of the user's own (which only their program has), is
+/// refused in one line naming both.
+pub fn subject_of(target: &Target, scenario: &Scenario) -> Result<Subject, String> {
+    let Some(reproduces) = &scenario.reproduces else {
+        return Ok(target.store.unwrap_or(StoreKind::Mem).into());
+    };
+    let file = target.file.as_ref().map_or_else(|| scenario.name.clone(), |p| p.display().to_string());
+    let named = reproduces.store.as_deref().and_then(StoreKind::from_name);
+    let store = target.store.or(named).unwrap_or(StoreKind::Mem);
+    reproduces.check(&file, store.name(), None)?;
+    Ok(store.into())
 }
 
 pub fn exit_code(report: &SweepReport) -> i32 {

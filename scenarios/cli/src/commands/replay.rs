@@ -3,7 +3,7 @@
 
 use crate::args::{target_scenario, variant_of, Target};
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
-use idemsim::sim::{run_seed, to_jsonl, trace_hash, Subject};
+use idemsim::sim::{run_seed, to_jsonl, trace_hash};
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
@@ -39,7 +39,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     let trace_out = args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose()?;
     let html_out =
         args.html.as_deref().map(|p| idemsim::output::prepare(p, &["html", "htm"], "the timeline")).transpose()?;
-    let subject = Subject::from(args.target.store);
+    let subject = crate::args::subject_of(&args.target, &scenario)?;
     let outcome = run_seed(&config, &subject, seed).map_err(|e| e.to_string())?;
     let ctx = idemsim::report::Context {
         scenario: &scenario,

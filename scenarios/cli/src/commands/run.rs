@@ -4,7 +4,6 @@
 use crate::args::{exit_code, parse_shard, target_scenario, variant_of, Shard, Target};
 use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
-use idemsim::sim::Subject;
 use idemsim::sweep::parse_seeds;
 use idemsim::sweep::{sweep, SweepReport, SweepSpec};
 use std::io::Write;
@@ -61,7 +60,7 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         (true, Some(path)) => Some(idemsim::output::prepare(path, &["json", "toml"], "the shrunk scenario")?),
         _ => None,
     };
-    let subject = Subject::from(args.target.store);
+    let subject = crate::args::subject_of(&args.target, &scenario)?;
     let mut spec = SweepSpec {
         config: scenario.config_for(&variant)?,
         subject: subject.clone(),

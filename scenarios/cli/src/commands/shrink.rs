@@ -3,7 +3,6 @@
 use crate::args::{target_scenario, variant_of, Target};
 use crate::EXIT_VIOLATION;
 use idemsim::program::{program, quoted};
-use idemsim::sim::Subject;
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
@@ -33,7 +32,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     let spec = idemsim::shrink::ShrinkSpec {
         scenario: &scenario,
         variant: &variant,
-        subject: Subject::from(args.target.store),
+        subject: crate::args::subject_of(&args.target, &scenario)?,
         seed: args.seed,
         runs_max: args.runs_max,
         property: scenario.expected_property(&variant),

@@ -1,0 +1,124 @@
+//! Verdicts on code idemsim has never seen, each shown with the bug and
+//! without it, through the public API only, as a user's crate would write
+//! them: a store with a long lock, a protocol that keeps state, a shrunk
+//! file replayed with another store.
+
+use idemsim::prelude::*;
+use idemsim::sim::StoreKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A protocol whose lease is 90 s (a serialisable-transaction store's
+/// lock), otherwise the correct one.
+#[derive(Clone, Copy, Debug, Default)]
+struct LongLease;
+
+impl Protocol for LongLease {
+    fn name(&self) -> String {
+        "long-lease".into()
+    }
+    fn lease_ms(&self, _configured_ms: u64) -> u64 {
+        90_000
+    }
+}
+
+/// A store whose completion is not fenced: it completes the record for
+/// whichever attempt holds it, so a holder that slept through its lease
+/// overwrites the execution that took over.
+#[derive(Default)]
+struct UnfencedComplete(MemStore);
+
+#[async_trait]
+impl Delegate for UnfencedComplete {
+    fn inner(&self) -> &dyn IdempotencyStore {
+        &self.0
+    }
+    async fn complete(&self, s: &Scope, _a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        let holder = match self.0.read(s).await?.map(|r| r.state) {
+            Some(RecordState::InProgress { attempt, .. }) => attempt,
+            _ => return Ok(WriteOutcome::Fenced),
+        };
+        self.0.complete(s, holder, c).await
+    }
+}
+
+fn sweep(sim: &mut Simulation) -> idemsim::sweep::SweepReport {
+    sim.sweep().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_store_with_a_90_s_lock_is_caught_by_fencing_in_a_catalogue_scenario() {
+    let mut sim = Simulation::scenario("paused-holder").unwrap();
+    sim.store("unfenced", || Ok(UnfencedComplete::default())).protocol(LongLease).seeds(0..200).jobs(2);
+    let report = sweep(&mut sim);
+    let first = report.failures.first().expect("the unfenced store is caught");
+    assert!(first.violations.iter().any(|v| v.property == Property::Fencing), "{:?}", first.violations);
+
+    // Without the bug, the same 90 s lease runs clean: the pauses, phases
+    // and deadlines that follow the lease do not make a false alarm.
+    sim.store_kind(StoreKind::Mem);
+    let report = sweep(&mut sim);
+    assert!(report.failures.is_empty(), "{:?}", report.failures.first().map(|f| &f.violations));
+}
+
+/// A protocol that keeps state between requests: it counts the claims it
+/// made and stamps the count into nothing but its own name. If the same
+/// instance ran two seeds, the second would see the first's count.
+#[derive(Default)]
+struct Counting {
+    claims: AtomicU64,
+}
+
+#[async_trait]
+impl Protocol for Counting {
+    fn name(&self) -> String {
+        "counting".into()
+    }
+    fn lease_ms(&self, configured_ms: u64) -> u64 {
+        // Stateful on purpose: the lease grows with every run this instance
+        // has seen, so shared state changes the run.
+        configured_ms + 10 * self.claims.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn a_stateful_protocol_gets_fresh_state_in_every_run_under_any_jobs() {
+    let run = |jobs: usize| {
+        let mut sim = Simulation::scenario("default").unwrap();
+        sim.protocol_with(Counting::default).seeds(0..16).jobs(jobs).check_determinism(true);
+        let report = sweep(&mut sim);
+        let hashes: Vec<String> = (0..16).map(|seed| sim.replay(seed).unwrap().hash()).collect();
+        (report.seeds_run, hashes)
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one.0, 16);
+    assert_eq!(one.1, two.1, "the same seeds, the same runs, whatever the workers");
+    // A shared instance would not give this: the same seed twice in a row.
+    let mut sim = Simulation::scenario("default").unwrap();
+    let shared = Arc::new(Counting::default());
+    sim.protocol(shared).seeds(0..1).jobs(1);
+    let (a, b) = (sim.replay(3).unwrap().hash(), sim.replay(3).unwrap().hash());
+    assert_ne!(a, b, "the control: state shared between runs does change them");
+}
+
+#[test]
+fn a_shrunk_file_names_its_store_and_refuses_another() {
+    let mut sim = Simulation::scenario("paused-holder").unwrap();
+    sim.store("unfenced", || Ok(UnfencedComplete::default())).seeds(0..200).jobs(2);
+    let report = sweep(&mut sim);
+    let seed = report.failures.first().expect("caught").seed;
+    let shrunk = sim.shrink(seed).unwrap();
+    let path = std::env::temp_dir().join(format!("idemsim-verdicts-{}.json", std::process::id()));
+    shrunk.write(&path).unwrap();
+
+    let mut again = Simulation::file(&path).unwrap();
+    again.store("unfenced", || Ok(UnfencedComplete::default()));
+    let seed = again.reproduced_seed().unwrap();
+    assert!(again.replay(seed).unwrap().violations.iter().any(|v| v.property == Property::Fencing));
+
+    let mut other = Simulation::file(&path).unwrap();
+    other.store_kind(StoreKind::Mem);
+    let err = other.replay(seed).unwrap_err();
+    std::fs::remove_file(&path).ok();
+    assert!(err.contains("store 'unfenced'") && err.contains("'mem'"), "{err}");
+}
