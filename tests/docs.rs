@@ -86,3 +86,32 @@ fn citations_are_read_as_written() {
     assert_eq!(citations("(docs/protocol.md §4 to §8 over maps)"), vec![4, 8]);
     assert_eq!(citations("docs/protocol.md §12 and docs/protocol.md §2"), vec![12, 2]);
 }
+
+/// The methods of `trait Protocol` with a provided body, read from its
+/// source: every `fn` between the trait's opening line and its closing
+/// brace, but `name`.
+fn protocol_steps() -> Vec<String> {
+    let source = std::fs::read_to_string(root().join("sim/protocol/src/steps.rs")).unwrap();
+    let body = source.split_once("pub trait Protocol: Send + Sync {").expect("the trait").1;
+    let body = &body[..body.find("\n}\n").expect("the trait's end")];
+    let mut steps: Vec<String> = body
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("async fn ").or_else(|| l.trim_start().strip_prefix("fn ")))
+        .map(|l| l.split(['(', '<']).next().unwrap().to_string())
+        .filter(|name| name != "name")
+        .collect();
+    steps.sort();
+    steps
+}
+
+#[test]
+fn the_list_of_overridable_steps_is_the_traits() {
+    let page = std::fs::read_to_string(root().join("docs/scenarios.md")).unwrap();
+    let mark = "<!-- protocol steps: tests/docs.rs checks this list -->";
+    let list = page.split_once(mark).expect("the marked list").1.split("\n\n").next().unwrap();
+    let mut listed: Vec<String> = list.split('`').skip(1).step_by(2).map(String::from).collect();
+    listed.sort();
+    let steps = protocol_steps();
+    assert!(steps.len() >= 20 && steps.contains(&"spend_retry".to_string()), "{steps:?}");
+    assert_eq!(listed, steps, "docs/scenarios.md lists other steps than trait Protocol has");
+}

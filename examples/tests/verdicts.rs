@@ -122,3 +122,52 @@ fn a_shrunk_file_names_its_store_and_refuses_another() {
     std::fs::remove_file(&path).ok();
     assert!(err.contains("store 'unfenced'") && err.contains("'mem'"), "{err}");
 }
+
+/// A client that waits only its own backoff, ignoring the server's
+/// `Retry-After` (a bug found in public retry libraries).
+#[derive(Clone, Copy, Debug, Default)]
+struct IgnoresRetryAfter;
+
+impl Protocol for IgnoresRetryAfter {
+    fn name(&self) -> String {
+        "ignores-retry-after".into()
+    }
+    fn retry_wait_ms(&self, backoff_ms: u64, _retry_after_ms: Option<u64>) -> u64 {
+        backoff_ms
+    }
+}
+
+/// A client whose retry budget is per request (five retries each) instead
+/// of one bucket shared by all of the client's requests: an outage is
+/// amplified by every request at once.
+#[derive(Default)]
+struct BudgetPerRequest {
+    spent: std::sync::Mutex<std::collections::BTreeMap<idemsim::model::OpId, u32>>,
+}
+
+impl Protocol for BudgetPerRequest {
+    fn name(&self) -> String {
+        "budget-per-request".into()
+    }
+    fn spend_retry(&self, _env: &dyn idemsim::protocol::ClientEnv, req: idemsim::model::RequestId) -> bool {
+        let mut spent = self.spent.lock().unwrap();
+        let n = spent.entry(req.op).or_insert(0);
+        *n += 1;
+        *n <= 5
+    }
+}
+
+#[test]
+fn client_retry_bugs_are_written_as_steps_and_caught_by_retry_discipline() {
+    let mut sim = Simulation::scenario("retry-storm").unwrap();
+    sim.seeds(0..200).jobs(2);
+    sim.protocol(IgnoresRetryAfter);
+    let first = sweep(&mut sim).failures.into_iter().next().expect("ignoring Retry-After is caught");
+    assert!(first.violations.iter().any(|v| v.property == Property::RetryDiscipline), "{:?}", first.violations);
+    sim.protocol_with(BudgetPerRequest::default);
+    let first = sweep(&mut sim).failures.into_iter().next().expect("a budget per request is caught");
+    assert!(first.violations.iter().any(|v| v.property == Property::RetryDiscipline), "{:?}", first.violations);
+    // The same scenario with the correct steps is clean.
+    sim.protocol(Correct);
+    assert!(sweep(&mut sim).failures.is_empty());
+}

@@ -306,7 +306,7 @@ async fn handle(
     let req = RequestId { op: OpId(n as u32), try_no: Try(1) };
     let execution = Some(format!("{node}-e{n}"));
     let env = ServeEnv { ctx: ctx.clone(), node, origin: Origin::Request { req, copy: 1 }, execution };
-    let fingerprint = ctx.protocol.fingerprint(&request);
+    let fingerprint = idemsim_protocol::fingerprint(&*ctx.protocol, &request);
     match idemsim_sim::protocol::serve(&*ctx.protocol, &env, req, 1, &request, fingerprint).await {
         Some(reply) => json(reply.response.status, reply.response.body.0, reply.retry_after_ms),
         None => json(503, br#"{"error":"execution stopped"}"#.to_vec(), Some(0)),

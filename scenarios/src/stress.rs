@@ -641,7 +641,7 @@ impl ClientEnv for StressClient {
     async fn send(&self, req: RequestId, to: NodeId, request: Request) -> Option<Reply> {
         let origin = Origin::Request { req, copy: 1 };
         let env = StressEnv { ctx: self.ctx.clone(), node: to, origin, op: Some(self.op.clone()) };
-        let fingerprint = self.ctx.protocol.fingerprint(&request);
+        let fingerprint = idemsim_protocol::fingerprint(&*self.ctx.protocol, &request);
         idemsim_sim::protocol::serve(&*self.ctx.protocol, &env, req, 1, &request, fingerprint).await
     }
 

@@ -40,11 +40,11 @@ pub async fn run_operation<P: Protocol + ?Sized>(p: &P, env: &dyn ClientEnv, op:
                 if !p.retries(status) {
                     return;
                 }
-                (RetryCause::Status(status), reply.retry_after_ms.unwrap_or(0))
+                (RetryCause::Status(status), reply.retry_after_ms)
             }
             None => {
                 env.record(Event::TimedOut { req });
-                (RetryCause::Timeout, 0)
+                (RetryCause::Timeout, None)
             }
         };
         let next = inner + 1;
@@ -52,11 +52,11 @@ pub async fn run_operation<P: Protocol + ?Sized>(p: &P, env: &dyn ClientEnv, op:
             if next > policy.attempts_max {
                 return Err(format!("gave up after {} sends", policy.attempts_max));
             }
-            let wait = p.backoff_ms(env, policy.backoff_max_ms(next)).max(retry_after_ms);
+            let wait = p.retry_wait_ms(p.backoff_ms(env, policy.backoff_max_ms(next)), retry_after_ms);
             if env.now().plus_ms(wait).since_ms(first_at) > policy.deadline_ms {
                 return Err(format!("the next send would pass the {} ms deadline", policy.deadline_ms));
             }
-            if !env.spend_retry() {
+            if !p.spend_retry(env, req) {
                 return Err("retry budget exhausted".to_string());
             }
             Ok(wait)

@@ -59,7 +59,7 @@ pub async fn resume<P: Protocol + ?Sized>(p: &P, env: &dyn Env, scope: Scope, re
         let _ = env.store(StoreOp::Release { scope, attempt }).await;
         return;
     };
-    let key = p.downstream_key(&scope, &p.fingerprint(&request), attempt, Some(&recorded));
+    let key = p.downstream_key(&scope, &crate::fingerprint(p, &request), attempt, Some(&recorded));
     let Some(charge_id) = env.charge(&scope, attempt, key, &request).await else { return };
     let mut done = completion(&scope, current.created_at, &request, Some(&charge_id), env.stamp(attempt).as_deref());
     if p.before_commit(env, &scope, attempt, &mut done).await.is_err() {

@@ -43,7 +43,7 @@ pub use ops::{StoreOp, StoreReply};
 pub use reply::Reply;
 pub use server::{respond, serve};
 pub use settings::{ProtocolSettings, RetryAfter, PROGRESS_MIN_PERCENT};
-pub use steps::{Claimed, Correct, Protocol};
+pub use steps::{fingerprint, Claimed, Correct, Protocol};
 pub use variant::{
     ClaimStep, CompletionStep, DependencyFailureStep, DownstreamKeyStep, FingerprintStep, LeaseStep, LocalEffectStep,
     PublishStep, ReadStep, RetryStep, ScopeStep, Steps, SweepStep, TakeoverStep, ValidationStep, Variant,

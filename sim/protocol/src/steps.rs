@@ -10,7 +10,8 @@ use crate::execution::downstream_key;
 use crate::{ClientEnv, Env, Reply, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
-    Attempt, Claim, Completion, DownstreamKey, Fingerprint, Record, Request, Scope, SimTime, StoredResponse, Takeover,
+    Attempt, Claim, Completion, DownstreamKey, Fingerprint, Record, Request, RequestId, Scope, SimTime, StoredResponse,
+    Takeover,
 };
 
 /// A claim's result, and whether a broken claim forced ownership (it
@@ -72,16 +73,10 @@ pub trait Protocol: Send + Sync {
     }
 
     /// Section 3: what the request fingerprint hashes: method, path and
-    /// canonical body. The environments hash these (the simulator through a
-    /// memo); see [`Protocol::fingerprint`].
+    /// canonical body. The one fingerprint step: every environment hashes
+    /// these fields (the simulator through a memo; see [`fingerprint`]).
     fn fingerprint_fields<'r>(&self, request: &'r Request) -> (&'r str, &'r str, &'r [u8]) {
         (&request.method, &request.path, &request.body.0)
-    }
-
-    /// The request fingerprint of [`Protocol::fingerprint_fields`].
-    fn fingerprint(&self, request: &Request) -> Fingerprint {
-        let (method, path, body) = self.fingerprint_fields(request);
-        Fingerprint::of(method, path, body)
     }
 
     /// Section 3: the lease a claim or takeover asks for.
@@ -204,6 +199,22 @@ pub trait Protocol: Send + Sync {
         env.draw(0, bound_ms)
     }
 
+    /// Section 7: the wait before a retry, given the backoff drawn by
+    /// [`Protocol::backoff_ms`] and the `Retry-After` the server sent (if
+    /// any): never shorter than `Retry-After`.
+    fn retry_wait_ms(&self, backoff_ms: u64, retry_after_ms: Option<u64>) -> u64 {
+        backoff_ms.max(retry_after_ms.unwrap_or(0))
+    }
+
+    /// Section 7: takes one token from the retry budget for a retry of
+    /// `req`'s operation; `false` when the budget is empty and the
+    /// operation gives up. The budget is the client's, shared by all its
+    /// operations (a token bucket, `ClientEnv::spend_retry`), so an outage
+    /// is not amplified.
+    fn spend_retry(&self, env: &dyn ClientEnv, _req: RequestId) -> bool {
+        env.spend_retry()
+    }
+
     /// Section 7: the request a try sends: the same key every time.
     fn request_for_try(&self, request: &Request, _try_no: u32) -> Request {
         request.clone()
@@ -214,6 +225,13 @@ pub trait Protocol: Send + Sync {
     fn retry_layers(&self) -> u32 {
         1
     }
+}
+
+/// The request fingerprint `p` gives `request`: the hash of its
+/// [`Protocol::fingerprint_fields`].
+pub fn fingerprint<P: Protocol + ?Sized>(p: &P, request: &Request) -> Fingerprint {
+    let (method, path, body) = p.fingerprint_fields(request);
+    Fingerprint::of(method, path, body)
 }
 
 /// The correct protocol: every provided method as written.
@@ -301,6 +319,12 @@ impl<P: Protocol + ?Sized> Protocol for std::sync::Arc<P> {
     }
     fn backoff_ms(&self, env: &dyn ClientEnv, bound_ms: u64) -> u64 {
         (**self).backoff_ms(env, bound_ms)
+    }
+    fn retry_wait_ms(&self, backoff_ms: u64, retry_after_ms: Option<u64>) -> u64 {
+        (**self).retry_wait_ms(backoff_ms, retry_after_ms)
+    }
+    fn spend_retry(&self, env: &dyn ClientEnv, req: RequestId) -> bool {
+        (**self).spend_retry(env, req)
     }
     fn request_for_try(&self, request: &Request, try_no: u32) -> Request {
         (**self).request_for_try(request, try_no)
