@@ -114,7 +114,7 @@ fn a_shrunk_file_names_its_store_and_refuses_another() {
     let mut again = Simulation::file(&path).unwrap();
     again.store("unfenced", || Ok(UnfencedComplete::default()));
     let seed = again.reproduced_seed().unwrap();
-    assert!(again.replay(seed).unwrap().violations.iter().any(|v| v.property == Property::Fencing));
+    assert!(again.replay(seed).unwrap().violations.iter().any(|v| v.property == shrunk.property));
 
     let mut other = Simulation::file(&path).unwrap();
     other.store_kind(StoreKind::Mem);
@@ -170,4 +170,90 @@ fn client_retry_bugs_are_written_as_steps_and_caught_by_retry_discipline() {
     // The same scenario with the correct steps is clean.
     sim.protocol(Correct);
     assert!(sweep(&mut sim).failures.is_empty());
+}
+
+/// A store whose takeover checks the attempt but not the lease: a second
+/// service that asks early takes a live execution's record away.
+#[derive(Default)]
+struct TakeoverIgnoresLease(MemStore);
+
+#[async_trait]
+impl Delegate for TakeoverIgnoresLease {
+    fn inner(&self) -> &dyn IdempotencyStore {
+        &self.0
+    }
+    async fn take_over(
+        &self,
+        s: &Scope,
+        expected: Attempt,
+        now: SimTime,
+        lease_ms: u64,
+    ) -> Result<Takeover, StoreError> {
+        Ok(self.0.with_model(|m| match m.record_mut(s).map(|r| &mut r.state) {
+            Some(RecordState::InProgress { attempt, locked_until, .. }) if *attempt == expected => {
+                *attempt = Attempt(attempt.0 + 1);
+                *locked_until = SimTime(now.0 + lease_ms);
+                Takeover::Granted(*attempt)
+            }
+            _ => Takeover::Refused(m.read(s)),
+        }))
+    }
+}
+
+/// A store whose completion checks the attempt but not the status: the
+/// attempt that completed a record can complete it again, overwriting it.
+#[derive(Default)]
+struct CompleteAnyStatus(MemStore);
+
+#[async_trait]
+impl Delegate for CompleteAnyStatus {
+    fn inner(&self) -> &dyn IdempotencyStore {
+        &self.0
+    }
+    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        let held = self.0.with_model(|m| m.record_mut(s).map(|r| r.attempt()));
+        if held != Some(a) {
+            return Ok(WriteOutcome::Fenced);
+        }
+        let completed = self.0.with_model(|m| m.read(s).is_some_and(|r| r.is_completed()));
+        if !completed {
+            return self.0.complete(s, a, c).await;
+        }
+        self.0.with_model(|m| {
+            if let Some(record) = m.record_mut(s) {
+                record.state = RecordState::Completed { response: c.response.clone(), attempt: a };
+            }
+        });
+        Ok(WriteOutcome::Applied)
+    }
+}
+
+/// The first failure of `store` over seeds 0..2000 of the default
+/// scenario, which must break `store-contract`.
+fn caught_by_store_contract<S: IdempotencyStore + Default + 'static>(name: &str) {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.store(name, || Ok(S::default())).seeds(0..2000).jobs(4);
+    let report = sweep(&mut sim);
+    let first = report.failures.first().unwrap_or_else(|| panic!("{name} is not caught"));
+    let v = first.violations.iter().find(|v| v.property == Property::StoreContract);
+    let v = v.unwrap_or_else(|| panic!("{name}: {:?}", first.violations));
+    assert!(v.explanation.contains("a second service"), "{}", v.explanation);
+    let shrunk = sim.shrink(first.seed).unwrap();
+    let story = sim.story(&shrunk.outcome).unwrap();
+    assert!(story.lines().count() <= 15, "a short story:\n{story}");
+    if std::env::var_os("SHOW").is_some() {
+        println!("{story}");
+    }
+}
+
+#[test]
+fn guards_the_correct_protocol_never_exercises_are_judged_by_store_contract() {
+    caught_by_store_contract::<TakeoverIgnoresLease>("takeover-ignores-lease");
+    caught_by_store_contract::<CompleteAnyStatus>("complete-any-status");
+    // The bundled store, probed the same way, keeps its contract.
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.seeds(0..300).jobs(4);
+    let report = sweep(&mut sim);
+    assert!(report.failures.is_empty());
+    assert!(report.coverage_total.store_probed > 0, "probes were sent: the pass is not vacuous");
 }

@@ -41,6 +41,10 @@ pub struct Coverage {
     pub retry_budget_exhausted: u64,
     /// The consumer received a message it had already applied.
     pub message_redelivered: u64,
+    /// A second service sent the store an operation the protocol never
+    /// asks for, and the store answered (property `store-contract`).
+    #[serde(default)]
+    pub store_probed: u64,
     /// How the operations ended (not a "sometimes" counter).
     #[serde(flatten)]
     pub outcomes: crate::checker::Outcomes,
@@ -51,7 +55,7 @@ const LATE_MS: u64 = 3_600_000;
 
 impl Coverage {
     /// The counters as `(name, value)` pairs, in declaration order.
-    pub fn counters(&self) -> [(&'static str, u64); 15] {
+    pub fn counters(&self) -> [(&'static str, u64); 16] {
         [
             ("takeover", self.takeover),
             ("lease_expired_mid_execute", self.lease_expired_mid_execute),
@@ -68,6 +72,7 @@ impl Coverage {
             ("record_swept", self.record_swept),
             ("retry_budget_exhausted", self.retry_budget_exhausted),
             ("message_redelivered", self.message_redelivered),
+            ("store_probed", self.store_probed),
         ]
     }
 
@@ -88,6 +93,7 @@ impl Coverage {
         self.record_swept += other.record_swept;
         self.retry_budget_exhausted += other.retry_budget_exhausted;
         self.message_redelivered += other.message_redelivered;
+        self.store_probed += other.store_probed;
         self.outcomes.add(&other.outcomes);
     }
 
@@ -177,9 +183,10 @@ impl<'i, 'h> Tracker<'i, 'h> {
                         self.committed_unanswered.insert(*req);
                     }
                     Origin::Reconciler => c.reconciler_completed += 1,
-                    Origin::Sweeper | Origin::Relay => {}
+                    Origin::Sweeper | Origin::Relay | Origin::Meddler => {}
                 }
             }
+            Event::StoreProbed(_) => c.store_probed += 1,
             Event::RecordSwept { scope, completed, .. } => {
                 c.record_swept += u64::from(*completed);
                 self.completed[record_of(scope).get()] = None;

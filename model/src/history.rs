@@ -88,6 +88,9 @@ pub enum Origin {
     Sweeper,
     /// The outbox relay.
     Relay,
+    /// A second service that sends the store operations the protocol
+    /// never asks for (`probe.rs`).
+    Meddler,
 }
 
 /// How a server arrived at the response it sent.
@@ -409,6 +412,11 @@ pub enum Event {
         /// The error.
         error: String,
     },
+    /// A second service sent the store an operation the protocol never
+    /// asks for, chosen from the record as the store returned it; the
+    /// store's answer and the record after it, as the store returned it.
+    /// (Boxed: the other events stay small.)
+    StoreProbed(Box<crate::probe::Probed>),
     /// The sweeper deleted a record.
     RecordSwept {
         /// The record.

@@ -40,6 +40,7 @@ pub mod history;
 mod ids;
 mod lookup;
 pub mod outside;
+pub mod probe;
 mod record;
 mod reference;
 mod request;

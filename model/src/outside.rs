@@ -314,6 +314,7 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
             Property::Progress => never(
                 "a key refused past any lease the service could hold needs that lease, which is not known from outside",
             ),
+            Property::StoreContract => never("the service's store is not reachable from outside"),
         };
         if not_judged.is_none() {
             out.extend(found);

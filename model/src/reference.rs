@@ -110,6 +110,13 @@ impl RefStore {
         self.records.get(scope).cloned()
     }
 
+    /// Puts `record` under `scope`, replacing any: the state a check
+    /// starts from (a probe's judgement starts from the record the store
+    /// returned).
+    pub fn put(&mut self, scope: &Scope, record: Record) {
+        self.records.insert(scope.clone(), record);
+    }
+
     /// The record, to change in place: a building block for a store with
     /// one deliberate difference from this one (the operations above never
     /// need it, and a store that uses it is judged like any other).

@@ -19,6 +19,34 @@ pub(crate) async fn sweeper(node: Rc<Node>) {
     crate::protocol::sweeper(&*protocol, &SimEnv::new(&node, Origin::Sweeper)).await;
 }
 
+/// Probes a second service sends in a run, at most.
+const PROBES: u64 = 8;
+
+/// The second service, a task on the database's machine (a crash of the
+/// database ends it; the restart starts it again): during the fault
+/// phase, [`PROBES`] times at seeded moments, it probes a record of the
+/// workload with an operation the protocol never asks for (see `probe.rs`
+/// here and in the model).
+pub(crate) async fn meddler(node: Rc<Node>) {
+    let (count, lease_ms, fault_ms) =
+        node.sim.with(|w| (w.probe_scopes.len() as u64, w.history.meta.lease_ms, w.config.phases.fault_ms));
+    if count == 0 {
+        return;
+    }
+    let gap_max_ms = (2 * fault_ms / PROBES).max(1);
+    for n in 0..PROBES {
+        let wait_ms = node.sim.with(|w| w.meddler.between(n, 0, 0, gap_max_ms));
+        crate::alarm::Alarm::after_ms(wait_ms).await;
+        let Some((scope, pick)) = node.sim.with(|w| {
+            let scope = w.probe_scopes[w.meddler.between(n, 1, 0, count - 1) as usize].clone();
+            w.faults_on.then(|| (scope, w.meddler.between(n, 2, 0, 1 << 32)))
+        }) else {
+            return;
+        };
+        crate::probe::probe(&node, &scope, pick, lease_ms);
+    }
+}
+
 /// The relay's message handler: a notification wakes the relay.
 #[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
 pub(crate) fn handle_relay(node: &Node, msg: Box<crate::msg::Msg>) {

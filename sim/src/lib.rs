@@ -51,6 +51,7 @@ mod node;
 mod nodes;
 mod occurrences;
 pub mod plan;
+mod probe;
 pub use idemsim_protocol as protocol;
 pub mod rng;
 mod run;

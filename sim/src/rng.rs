@@ -32,6 +32,9 @@ pub enum Stream {
     Servers,
     /// madsim's own scheduler seed.
     Scheduler,
+    /// The second service's probes of the store (when, which record, which
+    /// operation).
+    Meddler,
 }
 
 impl Stream {
@@ -44,6 +47,7 @@ impl Stream {
             Stream::Clients => "clients",
             Stream::Servers => "servers",
             Stream::Scheduler => "scheduler",
+            Stream::Meddler => "meddler",
         }
     }
 }

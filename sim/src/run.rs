@@ -355,6 +355,8 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         net: Keyed::new(seed, Stream::Net),
         clients: Keyed::new(seed, Stream::Clients),
         servers: Keyed::new(seed, Stream::Servers),
+        meddler: Keyed::new(seed, Stream::Meddler),
+        probe_scopes: probe_scopes(&ops),
         // Every message and call takes a key: this thread's table, kept
         // across its runs (see `occurrences`).
         occurrences: crate::occurrences::Occurrences::take(),
@@ -558,6 +560,14 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
 
 fn ignore(_: &Node, _: Box<crate::msg::Msg>) {}
 
+/// Every scope the workload's requests use, sorted, each once.
+fn probe_scopes(ops: &[Operation]) -> Vec<idemsim_model::Scope> {
+    let mut scopes: Vec<idemsim_model::Scope> = ops.iter().filter_map(|o| o.request.scope()).collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    scopes
+}
+
 async fn play(sim: Sim, id: NodeId, role: Role) {
     let (handle, at_once): (crate::node::Handler, bool) = match role {
         Role::Server => (server::handle, false),
@@ -569,7 +579,10 @@ async fn play(sim: Sim, id: NodeId, role: Role) {
     };
     let node = Node::start(sim, id, crate::node::Handling { handle, at_once });
     match role {
-        Role::Db => disk::syncer(node).await,
+        Role::Db => {
+            // The second service runs beside the database, on its machine.
+            futures::future::join(disk::syncer(node.clone()), background::meddler(node)).await;
+        }
         Role::Reconciler => background::reconciler(node).await,
         Role::Sweeper => background::sweeper(node).await,
         Role::Relay => background::relay(node).await,

@@ -11,6 +11,7 @@ fn who(origin: &Origin) -> String {
         Origin::Reconciler => "reconciler".into(),
         Origin::Sweeper => "sweeper".into(),
         Origin::Relay => "relay".into(),
+        Origin::Meddler => "a second service".into(),
     }
 }
 
@@ -102,6 +103,10 @@ pub fn describe(event: &Event) -> String {
             format!("fences the {what} of {scope} by {} holding stale attempt {attempt}", who(by))
         }
         Event::StoreFailed { by, op, error } => format!("store {op} for {} failed: {error}", who(by)),
+        Event::StoreProbed(p) => {
+            let (scope, probe, answer) = (&p.scope, p.probe.describe(), p.answer.describe());
+            format!("is probed by a second service on {scope}: it {probe}; the store answers {answer}")
+        }
         Event::RecordSwept { scope, completed, .. } => {
             format!("sweeps {scope} ({})", if *completed { "completed" } else { "IN PROGRESS" })
         }

@@ -93,6 +93,11 @@ pub(crate) struct World {
     pub net: Keyed,
     pub clients: Keyed,
     pub servers: Keyed,
+    /// The second service's draws (`background::meddler`).
+    pub meddler: Keyed,
+    /// The records the second service probes: every scope the workload
+    /// uses, in order.
+    pub probe_scopes: Vec<idemsim_model::Scope>,
     /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
     pub occurrences: crate::occurrences::Occurrences,
     /// Messages scheduled for delivery, duplicates included.

@@ -14,6 +14,7 @@ mod progress;
 mod replay;
 mod retry;
 mod status;
+mod store_contract;
 
 pub use index::{FingerprintId, Index, RecordId, ScopeId};
 pub use progress::Outcomes;
@@ -48,11 +49,15 @@ pub enum Property {
     /// Not in the list of docs/protocol.md §9, implied by its purpose: enough operations
     /// are acknowledged (a fenced protocol that never finishes is useless).
     Progress,
+    /// Not in the list either, implied by the store trait's contract: every
+    /// answer to an operation the protocol never asks for (a second
+    /// service's probe) is the reference model's.
+    StoreContract,
 }
 
 impl Property {
     /// Every property, in the order of docs/protocol.md §9.
-    pub const ALL: [Property; 10] = [
+    pub const ALL: [Property; 11] = [
         Property::AtMostOnce,
         Property::Liveness,
         Property::Fencing,
@@ -63,6 +68,7 @@ impl Property {
         Property::Expiry,
         Property::Outbox,
         Property::Progress,
+        Property::StoreContract,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -78,6 +84,7 @@ impl Property {
             Property::Expiry => "expiry",
             Property::Outbox => "outbox",
             Property::Progress => "progress",
+            Property::StoreContract => "store-contract",
         }
     }
 
@@ -103,6 +110,7 @@ impl Property {
             Property::Expiry => expiry::check(history, index),
             Property::Outbox => outbox::check(history, index),
             Property::Progress => progress::check(history, index),
+            Property::StoreContract => store_contract::check(history),
         }
     }
 }
