@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 /// An output file created before the work: removed again when dropped
 /// unless [`keep`](Output::keep) was called, so a command that fails leaves
-/// no empty file behind.
+/// no empty file behind. A file that was there before is only checked,
+/// never emptied or removed: a command that fails leaves it as it was.
 #[derive(Debug)]
 pub struct Output {
     path: PathBuf,
@@ -33,7 +34,8 @@ impl Drop for Output {
 }
 
 /// Checks that `path` ends in one of `extensions` (which decides its
-/// format) and can be written, by creating it now (empty). `what` names
+/// format) and can be written: by creating it now (empty), or, if it
+/// exists, by opening it for writing without changing it. `what` names
 /// the file in errors ("the trace").
 pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, String> {
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
@@ -45,8 +47,14 @@ pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, S
             wanted.join(" or ")
         ));
     }
-    std::fs::File::create(path).map_err(|e| format!("cannot write {what} to {}: {}", path.display(), plain(&e)))?;
-    Ok(Output { path: path.to_path_buf(), kept: false })
+    let existed = path.is_file();
+    let mut open = std::fs::OpenOptions::new();
+    match existed {
+        true => open.append(true),
+        false => open.write(true).create_new(true),
+    };
+    open.open(path).map_err(|e| format!("cannot write {what} to {}: {}", path.display(), plain(&e)))?;
+    Ok(Output { path: path.to_path_buf(), kept: existed })
 }
 
 /// An I/O error in plain words, without the `(os error N)` suffix.
@@ -71,6 +79,10 @@ mod tests {
         assert!(dir.join("s.TOML").exists());
         drop(prepare(&dir.join("t.json"), &["json"], "the scenario").unwrap());
         assert!(!dir.join("t.json").exists(), "an output not written is removed");
+        // A file that was there is neither emptied nor removed by a command that fails.
+        std::fs::write(dir.join("old.json"), "{\"found\": 1}").unwrap();
+        drop(prepare(&dir.join("old.json"), &["json"], "the scenario").unwrap());
+        assert_eq!(std::fs::read_to_string(dir.join("old.json")).unwrap(), "{\"found\": 1}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -110,6 +110,8 @@ fn bad_inputs_are_one_line_and_exit_2() {
         (vec!["run", "--seeds", "-5..10"], "not a seed range"),
         (vec!["run", "--seed", "-1"], "invalid value '-1' for '--seed"),
         (vec!["run", "--jobs", "-1"], "invalid value '-1' for '--jobs"),
+        // A sweep is a half-open range: the largest seed is replay's.
+        (vec!["run", "--seed", "18446744073709551615"], "`idemsim replay --seed 18446744073709551615` runs this one"),
         // Checked before the kit runs.
         (vec!["check-store", "--store", "mem", "--clients", "0"], "--clients must be between 1 and 1024"),
     ];

@@ -16,8 +16,8 @@ pub struct Args {
     /// Seeds to sweep, as A..B (B excluded).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_seeds, conflicts_with = "seed", default_value = "0..1000")]
     seeds: Range<u64>,
-    /// One seed.
-    #[arg(long)]
+    /// One seed (a sweep of seed..seed+1; `replay` runs any seed).
+    #[arg(long, value_parser = parse_one_seed)]
     seed: Option<u64>,
     /// Worker threads (default: all cores).
     #[arg(long)]
@@ -46,7 +46,7 @@ pub struct Args {
 pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
     let variant = variant_of(&args.target, &scenario)?;
-    let seeds = args.seed.map_or(args.seeds.clone(), |s| s..s.saturating_add(1));
+    let seeds = args.seed.map_or(args.seeds.clone(), |s| s..s + 1);
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 || jobs > 1024 {
         return Err("--jobs must be between 1 and 1024".into());
@@ -169,5 +169,15 @@ fn judge_expect(expect: idemsim::Expect, sometimes: &[String], report: &SweepRep
             let _ = writeln!(out, "{why}, and the run did not give it");
             EXIT_VIOLATION
         }
+    }
+}
+
+/// A seed a sweep can hold: a sweep is the half-open range `seed..seed+1`,
+/// so the largest `u64` is refused with the command that does run it.
+fn parse_one_seed(s: &str) -> Result<u64, String> {
+    let seed: u64 = s.parse().map_err(|e| format!("'{s}' is not a seed (a whole number from 0): {e}"))?;
+    match seed {
+        u64::MAX => Err(format!("a sweep runs seeds below {}; `idemsim replay --seed {seed}` runs this one", u64::MAX)),
+        seed => Ok(seed),
     }
 }
