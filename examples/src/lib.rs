@@ -6,7 +6,8 @@
 //!   then an upsert, with a yield between them. Run one operation at a
 //!   time, as the conformance kit does, it behaves exactly like the model;
 //!   under the simulator two duplicates interleave between the read and
-//!   the upsert and both "own" the record.
+//!   the upsert and both "own" the record. It is a `Delegate` over the
+//!   bundled `MemStore`: only the claim is written out.
 //! * [`ReEncodingReplay`] is a protocol variant no built-in step has: it
 //!   replays a completed record's JSON body re-encoded (keys sorted)
 //!   instead of the stored bytes. Every step but one is the correct

@@ -1,11 +1,8 @@
 //! A store with a claim made of two awaited steps.
 
-use idemsim::model::{
-    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecordState, RecoveryPoint,
-    Scope, SimTime, Takeover, WriteOutcome,
-};
+use idemsim::model::{Claim, Fingerprint, Record, RecordState, Scope, SimTime};
 use idemsim::prelude::async_trait;
-use idemsim::store::{IdempotencyStore, MemStore, StoreError};
+use idemsim::store::{CrashDurability, Delegate, IdempotencyStore, MemStore, StoreError};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -13,7 +10,7 @@ use std::task::{Context, Poll};
 /// A store whose claim reads, yields (as an awaited database round trip
 /// does), then upserts: when the upsert finds a row that another claimer
 /// inserted in between, it takes it over as if it had inserted it. Every
-/// other operation is the in-memory store's.
+/// other operation is the in-memory store's (a [`Delegate`] over it).
 #[derive(Debug, Default)]
 pub struct RacyStore {
     inner: MemStore,
@@ -27,7 +24,11 @@ impl RacyStore {
 }
 
 #[async_trait]
-impl IdempotencyStore for RacyStore {
+impl Delegate for RacyStore {
+    fn inner(&self) -> &dyn IdempotencyStore {
+        &self.inner
+    }
+
     fn name(&self) -> &str {
         "racy"
     }
@@ -46,50 +47,10 @@ impl IdempotencyStore for RacyStore {
         }
     }
 
-    async fn take_over(
-        &self,
-        s: &Scope,
-        expected: Attempt,
-        now: SimTime,
-        lease_ms: u64,
-    ) -> Result<Takeover, StoreError> {
-        self.inner.take_over(s, expected, now, lease_ms).await
-    }
-
-    async fn write_recovery_point(&self, s: &Scope, a: Attempt, p: &RecoveryPoint) -> Result<WriteOutcome, StoreError> {
-        self.inner.write_recovery_point(s, a, p).await
-    }
-
-    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
-        self.inner.complete(s, a, c).await
-    }
-
-    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
-        self.inner.release(s, a).await
-    }
-
-    async fn read(&self, s: &Scope) -> Result<Option<Record>, StoreError> {
-        self.inner.read(s).await
-    }
-
-    async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
-        self.inner.effects(s).await
-    }
-
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
-        self.inner.sweep(now, window_ms).await
-    }
-
-    async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {
-        self.inner.stale_in_progress(now, limit).await
-    }
-
-    async fn outbox_pending(&self, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.inner.outbox_pending(limit).await
-    }
-
-    async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
-        self.inner.outbox_mark_published(id).await
+    /// Not opted in to lost unsynced writes, as a store of one's own is
+    /// until it says otherwise.
+    fn durability(&self) -> Option<&dyn CrashDurability> {
+        None
     }
 }
 

@@ -183,7 +183,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
                         self.committed_unanswered.insert(*req);
                     }
                     Origin::Reconciler => c.reconciler_completed += 1,
-                    Origin::Sweeper | Origin::Relay | Origin::Meddler => {}
+                    Origin::Sweeper | Origin::Relay => {}
                 }
             }
             Event::StoreProbed(_) => c.store_probed += 1,

@@ -88,9 +88,6 @@ pub enum Origin {
     Sweeper,
     /// The outbox relay.
     Relay,
-    /// A second service that sends the store operations the protocol
-    /// never asks for (`probe.rs`).
-    Meddler,
 }
 
 /// How a server arrived at the response it sent.

@@ -30,6 +30,8 @@ pub enum Probe {
     /// A claim of an `in_progress` record with a live lease: it must find
     /// the record and leave it (and its lease) as it is.
     ClaimLive {
+        /// The request fingerprint claimed with: the record's own.
+        fingerprint: Fingerprint,
         /// The moment asked as of.
         now: SimTime,
         /// The lease asked for.
@@ -96,7 +98,7 @@ impl Probe {
                 let stale = Attempt(attempt.0.saturating_sub(1).max(1));
                 match (pick % 3, stale == attempt) {
                     (0, _) => Probe::TakeOverLive { expected: attempt, now, lease_ms },
-                    (1, _) | (_, true) => Probe::ClaimLive { now, lease_ms },
+                    (1, _) | (_, true) => Probe::ClaimLive { fingerprint: record.fingerprint.clone(), now, lease_ms },
                     _ => Probe::CompleteNotHeld { attempt: stale },
                 }
             }
@@ -118,11 +120,12 @@ impl Probe {
             Probe::TakeOverLive { expected, now, lease_ms } => {
                 ProbeAnswer::Takeover(model.take_over(scope, *expected, *now, *lease_ms))
             }
-            Probe::ClaimLive { now, lease_ms } => {
-                let fingerprint = before.map_or_else(|| Fingerprint::of("POST", "/", b""), |r| r.fingerprint.clone());
-                ProbeAnswer::Claim(model.claim(scope, &fingerprint, *now, *lease_ms))
+            Probe::ClaimLive { fingerprint, now, lease_ms } => {
+                ProbeAnswer::Claim(model.claim(scope, fingerprint, *now, *lease_ms))
             }
-            Probe::CompleteNotHeld { attempt } => ProbeAnswer::Write(model.complete(scope, *attempt, &junk())),
+            Probe::CompleteNotHeld { attempt } => {
+                ProbeAnswer::Write(model.complete(scope, *attempt, &Probe::completion()))
+            }
             Probe::ReleaseNotHeld { attempt } => ProbeAnswer::Write(model.release(scope, *attempt)),
         };
         (answer, model.read(scope))
@@ -130,7 +133,11 @@ impl Probe {
 
     /// The completion a probe writes: one no execution would store.
     pub fn completion() -> Completion {
-        junk()
+        Completion {
+            response: StoredResponse::new(299, r#"{"written_by":"a second service"}"#),
+            local_effect: None,
+            outbox: Vec::new(),
+        }
     }
 
     /// A few words for a story.
@@ -157,14 +164,6 @@ impl ProbeAnswer {
             ProbeAnswer::Write(WriteOutcome::Applied) => "applied".into(),
             ProbeAnswer::Write(WriteOutcome::Fenced) => "fenced".into(),
         }
-    }
-}
-
-fn junk() -> Completion {
-    Completion {
-        response: StoredResponse::new(299, r#"{"written_by":"a second service"}"#),
-        local_effect: None,
-        outbox: Vec::new(),
     }
 }
 

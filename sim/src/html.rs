@@ -197,7 +197,6 @@ fn leases(history: &History, lane_of: &BTreeMap<NodeId, usize>, violating: &BTre
         Origin::Reconciler => NodeId::Reconciler,
         Origin::Sweeper => NodeId::Sweeper,
         Origin::Relay => NodeId::Relay,
-        Origin::Meddler => NodeId::Sweeper,
     };
     let last = history.entries.len().saturating_sub(1);
     let mut out = Vec::new();

@@ -49,7 +49,6 @@ pub(crate) fn origin_key(origin: Origin) -> u64 {
         Origin::Reconciler => 2,
         Origin::Sweeper => 3,
         Origin::Relay => 4,
-        Origin::Meddler => 5,
     }
 }
 

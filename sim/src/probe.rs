@@ -14,7 +14,7 @@
 use crate::node::Node;
 use futures::FutureExt;
 use idemsim_model::probe::{Probe, ProbeAnswer, Probed};
-use idemsim_model::{Event, NodeId, Record, Scope};
+use idemsim_model::{Event, NodeId, Scope};
 use idemsim_store::{panic_message, IdempotencyStore, StoreError};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -24,56 +24,46 @@ use std::task::{Context, Poll};
 pub(crate) fn probe(node: &Node, scope: &Scope, pick: u64, lease_ms: u64) {
     let store = node.sim.with(|w| w.store.clone());
     match run(&*store, scope, pick, lease_ms) {
-        Some(Ok(event)) => node.sim.with(|w| w.record(NodeId::Db, event)),
-        Some(Err(why)) => node.sim.with(|w| w.store_broke(format!("store '{}' {why}", store.name()))),
-        None => {}
+        Ok(Some(event)) => node.sim.with(|w| w.record(NodeId::Db, event)),
+        Ok(None) => {}
+        Err(why) => node.sim.with(|w| w.store_broke(format!("store '{}' {why}", store.name()))),
     }
 }
 
 /// The probe's event; `None` when the store would have to wait or
 /// answered with an error; a panic of the store as a line.
-fn run(store: &dyn IdempotencyStore, scope: &Scope, pick: u64, lease_ms: u64) -> Option<Result<Event, String>> {
-    let before = match now(store.read(scope), "read")? {
-        Ok(before) => before,
-        Err(why) => return Some(Err(why)),
-    };
+fn run(store: &dyn IdempotencyStore, scope: &Scope, pick: u64, lease_ms: u64) -> Result<Option<Event>, String> {
+    let Some(before) = now(store.read(scope), "read")? else { return Ok(None) };
     let probe = Probe::choose(before.as_ref(), pick, lease_ms);
     let answer = match &probe {
         Probe::TakeOverLive { expected, now: at, lease_ms } => {
             now(store.take_over(scope, *expected, *at, *lease_ms), "take_over")?.map(ProbeAnswer::Takeover)
         }
-        Probe::ClaimLive { now: at, lease_ms } => {
-            let Some(record) = &before else { unreachable!("a claim is probed only on a record that exists") };
-            now(store.claim(scope, &record.fingerprint, *at, *lease_ms), "claim")?.map(ProbeAnswer::Claim)
+        Probe::ClaimLive { fingerprint, now: at, lease_ms } => {
+            now(store.claim(scope, fingerprint, *at, *lease_ms), "claim")?.map(ProbeAnswer::Claim)
         }
         Probe::CompleteNotHeld { attempt } => {
             now(store.complete(scope, *attempt, &Probe::completion()), "complete")?.map(ProbeAnswer::Write)
         }
         Probe::ReleaseNotHeld { attempt } => now(store.release(scope, *attempt), "release")?.map(ProbeAnswer::Write),
     };
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(why) => return Some(Err(why)),
-    };
-    let after: Option<Record> = match now(store.read(scope), "read")? {
-        Ok(after) => after,
-        Err(why) => return Some(Err(why)),
-    };
-    Some(Ok(Event::StoreProbed(Box::new(Probed { scope: scope.clone(), before, probe, answer, after }))))
+    let Some(answer) = answer else { return Ok(None) };
+    let Some(after) = now(store.read(scope), "read")? else { return Ok(None) };
+    Ok(Some(Event::StoreProbed(Box::new(Probed { scope: scope.clone(), before, probe, answer, after }))))
 }
 
 /// Polls a store call once: its answer if it has one now, `None` if it
 /// would wait or answered with an error (a store may refuse an odd
 /// operation with an error; only its answers are judged), a panic as a
 /// line naming `op`.
-fn now<T>(call: impl Future<Output = Result<T, StoreError>>, op: &str) -> Option<Result<T, String>> {
+fn now<T>(call: impl Future<Output = Result<T, StoreError>>, op: &str) -> Result<Option<T>, String> {
     let mut call = std::pin::pin!(AssertUnwindSafe(call).catch_unwind());
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
     match call.as_mut().poll(&mut cx) {
-        Poll::Pending | Poll::Ready(Ok(Err(_))) => None,
-        Poll::Ready(Ok(Ok(answer))) => Some(Ok(answer)),
+        Poll::Pending | Poll::Ready(Ok(Err(_))) => Ok(None),
+        Poll::Ready(Ok(Ok(answer))) => Ok(Some(answer)),
         Poll::Ready(Err(panic)) => {
-            Some(Err(format!("panicked in {op} (a second service's probe): {}", panic_message(&*panic))))
+            Err(format!("panicked in {op} (a second service's probe): {}", panic_message(&*panic)))
         }
     }
 }

@@ -449,7 +449,6 @@ fn fencing_summary(history: &History, v: &Violation) -> Option<String> {
         Origin::Reconciler => "the reconciler".to_string(),
         Origin::Sweeper => "the sweeper".to_string(),
         Origin::Relay => "the relay".to_string(),
-        Origin::Meddler => "a second service".to_string(),
     };
     if granted == held {
         let how = if grant_at < started_at { "kept" } else { "was given" };

@@ -11,7 +11,6 @@ fn who(origin: &Origin) -> String {
         Origin::Reconciler => "reconciler".into(),
         Origin::Sweeper => "sweeper".into(),
         Origin::Relay => "relay".into(),
-        Origin::Meddler => "a second service".into(),
     }
 }
 
