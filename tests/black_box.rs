@@ -83,8 +83,11 @@ fn assert_clean_with_every_attack(code: i32, report: &Value, text: &str) {
 fn serve_correct_on_mem_is_clean_under_every_attack() {
     let provider = free_port();
     let service = serve(Variant::Correct, StoreTarget::Mem, provider);
-    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &[]);
+    // serve's lease is 500 ms: with it, progress is judged too.
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--lease-ms", "500"]);
     assert_clean_with_every_attack(code, &report, &text);
+    assert!(judged(&report, "progress"), "{text}");
+    assert_eq!(report["verdict"]["unjudged"], serde_json::json!({}), "serve answers only judged statuses");
     service.stop().unwrap();
 }
 
@@ -94,7 +97,7 @@ fn serve_correct_on_postgres_is_clean_under_every_attack() {
     let url = std::env::var("IDEMSIM_PG_URL").unwrap_or("postgresql://postgres@127.0.0.1:5432/test".into());
     let provider = free_port();
     let service = serve(Variant::Correct, StoreTarget::Pg(url), provider);
-    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &[]);
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--lease-ms", "500"]);
     assert_clean_with_every_attack(code, &report, &text);
 }
 
@@ -108,11 +111,13 @@ fn serve_variants_that_show_from_outside_are_caught_with_their_property() {
         (Variant::KeyNotScoped, "isolation"),
         (Variant::UnfencedCompletion, "fencing"),
         (Variant::TakeoverWithoutBump, "fencing"),
+        (Variant::NoLease, "progress"),
     ];
     for (variant, property) in cases {
         let provider = free_port();
         let service = serve(variant, StoreTarget::Mem, provider);
-        let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "150"]);
+        let target = format!("http://{}", service.addr);
+        let (code, report, text) = attack(&target, provider, &["--requests", "150", "--lease-ms", "500"]);
         assert_eq!(code, EXIT_VIOLATION, "{}: {text}", variant.name());
         assert!(properties(&report).contains(&property.to_string()), "{}: {text}", variant.name());
         let story = report["verdict"]["violations"][0]["events"].as_array().unwrap();
@@ -172,6 +177,79 @@ fn a_500_after_completion_and_a_stored_transient_error_are_caught() {
     assert_eq!(code, EXIT_VIOLATION, "{text}");
     let found = explanations(&report);
     assert!(found.iter().any(|(p, why)| p == "liveness" && why.contains("transient failure was stored")), "{found:?}");
+}
+
+/// A service of one's own whose takeover never goes through (the store
+/// call fails, say): after the provider's planned failure the record
+/// stays `in_progress` and no one ever executes it again, so the key
+/// answers 409 and 503 for as long as the client retries.
+struct NeverTakesOver;
+
+#[idemsim::prelude::async_trait]
+impl Protocol for NeverTakesOver {
+    fn name(&self) -> String {
+        "never-takes-over".into()
+    }
+
+    async fn take_over(
+        &self,
+        _env: &dyn idemsim::protocol::Env,
+        _scope: &idemsim::model::Scope,
+        _expected: idemsim::model::Attempt,
+        _now: idemsim::model::SimTime,
+        _lease_ms: u64,
+    ) -> Option<idemsim::model::Takeover> {
+        None
+    }
+}
+
+/// Progress from outside: judged only when the user says the service's
+/// lease, and then a key refused for longer than twice it, with no call
+/// to the provider, is caught with a story; the correct serve is clean.
+#[test]
+fn a_key_refused_past_any_lease_breaks_progress_given_the_lease() {
+    let spec = |provider: u16| ServeSpec {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        provider: Some(format!("http://127.0.0.1:{provider}")),
+        ..ServeSpec::default()
+    };
+    let provider = free_port();
+    let service = start(&spec(provider), &StoreTarget::Mem, Arc::new(NeverTakesOver)).unwrap();
+    let target = format!("http://{}", service.addr);
+    let (code, report, text) = attack(&target, provider, &["--requests", "40", "--lease-ms", "500"]);
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let stuck: Vec<&Value> =
+        report["verdict"]["violations"].as_array().unwrap().iter().filter(|v| v["property"] == "progress").collect();
+    assert!(!stuck.is_empty(), "{text}");
+    assert!(stuck[0]["explanation"].as_str().unwrap().contains("no call to the dependency since"), "{text}");
+    // Without the lease, progress is said not to be judged.
+    let (_, report, text) = attack(&target, provider, &["--requests", "40"]);
+    assert!(!judged(&report, "progress"), "{text}");
+    assert!(!properties(&report).contains(&"progress".to_string()), "{text}");
+    service.stop().unwrap();
+}
+
+/// Any lease is reachable: a service with a 60 s lease whose completion is
+/// not fenced executes twice after the lease expires (the slow provider
+/// answers after 90 s), and `--lease-ms 60000` alone sets the timings that
+/// show it. About two and a half minutes of wall time.
+#[test]
+fn a_60_s_lease_without_fencing_is_caught_with_lease_ms_alone() {
+    let provider = free_port();
+    let spec = ServeSpec {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        provider: Some(format!("http://127.0.0.1:{provider}")),
+        lease_ms: 60_000,
+        provider_timeout_ms: 300_000,
+        ..ServeSpec::default()
+    };
+    let service = start(&spec, &StoreTarget::Mem, Variant::UnfencedCompletion.protocol()).unwrap();
+    let (code, report, text) =
+        attack(&format!("http://{}", service.addr), provider, &["--requests", "20", "--lease-ms", "60000"]);
+    service.stop().unwrap();
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    assert!(properties(&report).contains(&"fencing".to_string()), "{text}");
+    assert!(judged(&report, "progress"), "{text}");
 }
 
 /// The request whose record a success answer was: the request whose `ref`

@@ -101,6 +101,10 @@ pub enum Seen {
         /// The fencing token that execution held, if the service said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
+        /// How long the dependency held its answer (the slow provider's
+        /// delay): the execution was in progress until then.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        delay_ms: u64,
     },
     /// The dependency refused a call with a transient failure (503), as
     /// planned: no effect was made.
@@ -191,6 +195,26 @@ impl Seen {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// When the dependency's last answer for each reference was given: an
+/// execution is in progress until its call is answered.
+pub fn calls_end_ms(seen: &[Seen]) -> BTreeMap<&str, u64> {
+    let mut out: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in seen {
+        let (r, end) = match s {
+            Seen::Charged { reference: Some(r), at_ms, delay_ms, .. } => (r, at_ms.saturating_add(*delay_ms)),
+            Seen::ProviderFailed { reference: Some(r), at_ms } => (r, *at_ms),
+            _ => continue,
+        };
+        let e = out.entry(r.as_str()).or_default();
+        *e = (*e).max(end);
+    }
+    out
+}
+
 /// A body on one line: whitespace runs become one space, and at most 120
 /// characters are kept.
 fn one_line(body: &Bytes) -> String {
@@ -211,6 +235,10 @@ pub struct Observability {
     /// The prefix of the dependency's charge ids in this run (to find them
     /// in response bodies).
     pub charge_prefix: String,
+    /// The longest lease the service can hold, when the user said
+    /// (`--lease-ms`): it decides progress.
+    #[serde(default)]
+    pub lease_ms: Option<u64>,
 }
 
 /// Whether a property was judged, and if not, why.
@@ -229,6 +257,10 @@ pub struct OutsideVerdict {
     pub violations: Vec<Violation>,
     /// Each property, judged or not.
     pub judged: Vec<Judged>,
+    /// Answers whose status no rule decides (neither 2xx, 4xx nor 5xx),
+    /// counted by status.
+    #[serde(default)]
+    pub unjudged: BTreeMap<u16, usize>,
 }
 
 /// The request an operation sends, and where it was first sent.
@@ -305,15 +337,16 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
                 (no_charges.clone(), found)
             }
             Property::Fencing => (no_tokens.clone(), fencing(seen, &ops, &by_ref)),
-            Property::ReplayFidelity => (None, replay_fidelity(&ops)),
+            Property::ReplayFidelity => (None, replay_fidelity(seen, &ops)),
             Property::StatusRules => (None, status_rules(seen, &ops, &by_ref, &origins)),
             Property::Isolation => (no_ids.clone(), isolation(&ops, &origins, obs)),
             Property::RetryDiscipline => never("the client retrying is idemsim itself"),
             Property::Expiry => never("the service's sweeper is not observable from outside"),
             Property::Outbox => never("follow-on messages are not observable from outside"),
-            Property::Progress => never(
-                "a key refused past any lease the service could hold needs that lease, which is not known from outside",
-            ),
+            Property::Progress => match obs.lease_ms {
+                Some(lease_ms) => (no_charges.clone(), progress(seen, &ops, &by_ref, obs, lease_ms)),
+                None => never("a key refused past any lease the service could hold needs that lease: give --lease-ms"),
+            },
             Property::StoreContract => never("the service's store is not reachable from outside"),
         };
         if not_judged.is_none() {
@@ -322,7 +355,100 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
         judged.push(Judged { property: p, not_judged });
     }
     out.sort_by_key(|v| (v.events.last().copied(), v.property));
-    OutsideVerdict { violations: out, judged }
+    OutsideVerdict { violations: out, judged, unjudged: unjudged(seen) }
+}
+
+/// Answers by status that no rule decides: every rule reads 2xx, 4xx or
+/// 5xx.
+fn unjudged(seen: &[Seen]) -> BTreeMap<u16, usize> {
+    let mut out = BTreeMap::new();
+    for s in seen {
+        if let Seen::Answered { response, .. } = s {
+            if !(200..300).contains(&response.status) && !(400..600).contains(&response.status) {
+                *out.entry(response.status).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
+/// How much longer than twice the lease a key may stay refused: the
+/// client's retry waits and the service's sweep interval.
+pub const PROGRESS_SLACK_MS: u64 = 1_000;
+
+/// Property 7 from outside: a keyed request of a charging endpoint refused
+/// (409, 429 or 5xx) for longer than twice any lease the service could
+/// hold, while the dependency saw no call for its slot (no execution in
+/// progress, none started). A call is in progress until it is answered.
+fn progress(
+    seen: &[Seen],
+    ops: &BTreeMap<OpId, OpView<'_>>,
+    by_ref: &BTreeMap<String, OpId>,
+    obs: &Observability,
+    lease_ms: u64,
+) -> Vec<Violation> {
+    let stuck_ms = lease_ms.saturating_mul(2).saturating_add(PROGRESS_SLACK_MS);
+    let mut busy_until: BTreeMap<Slot, u64> = BTreeMap::new();
+    // Per slot: the first refusal since the slot was last busy or answered.
+    let mut quiet_from: BTreeMap<Slot, (u64, usize)> = BTreeMap::new();
+    let mut told: BTreeSet<Slot> = BTreeSet::new();
+    // Per slot: the dependency's last call.
+    let mut last_call: BTreeMap<Slot, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, s) in seen.iter().enumerate() {
+        match s {
+            Seen::Charged { at_ms, reference: Some(r), delay_ms, .. } => {
+                let Some(op) = by_ref.get(r) else { continue };
+                let slot = slot(ops[op].request);
+                last_call.insert(slot.clone(), i);
+                let until = busy_until.entry(slot.clone()).or_default();
+                *until = (*until).max(at_ms.saturating_add(*delay_ms));
+                quiet_from.remove(&slot);
+            }
+            Seen::ProviderFailed { reference: Some(r), .. } => {
+                let Some(op) = by_ref.get(r) else { continue };
+                let slot = slot(ops[op].request);
+                last_call.insert(slot.clone(), i);
+                quiet_from.remove(&slot);
+            }
+            Seen::Answered { at_ms, op, response, .. } => {
+                let v = &ops[op];
+                let endpoint = (v.request.method.to_string(), v.request.path.to_string());
+                if v.request.key.is_none() || !obs.charging.contains(&endpoint) {
+                    continue;
+                }
+                let slot = slot(v.request);
+                let refused = response.status == 409 || response.status == 429 || response.status >= 500;
+                if !refused || *at_ms < busy_until.get(&slot).copied().unwrap_or(0) {
+                    quiet_from.remove(&slot);
+                    continue;
+                }
+                let (from_ms, from) = *quiet_from.entry(slot.clone()).or_insert((*at_ms, i));
+                if *at_ms >= from_ms + stuck_ms && told.insert(slot.clone()) {
+                    let first_op = slot_ops(ops, &slot).into_iter().map(|o| ops[&o].first).min();
+                    let mut events: Vec<usize> =
+                        first_op.into_iter().chain(last_call.get(&slot).copied()).chain([from, v.first, i]).collect();
+                    events.sort_unstable();
+                    events.dedup();
+                    out.push(Violation::new(
+                        Property::Progress,
+                        events,
+                        format!(
+                            "{op:?} was refused {} {} ms after the key was first refused{}, with no call to the dependency since: no lease of {lease_ms} ms holds a key that long (twice the lease and {PROGRESS_SLACK_MS} ms allowed)",
+                            response.status,
+                            at_ms - from_ms,
+                            match &seen[from] {
+                                Seen::Answered { op: o, response: r, .. } => format!(" ({o:?}, {})", r.status),
+                                _ => String::new(),
+                            },
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn op_views(seen: &[Seen]) -> BTreeMap<OpId, OpView<'_>> {
@@ -496,14 +622,43 @@ fn stored_transient(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Viol
     out
 }
 
-fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
-    // Every success given for one request (tenant, endpoint, key, body).
+/// Whether an answer is a record's response, which every replay repeats
+/// byte for byte: a success, or a 4xx given after the request's execution
+/// called the dependency (a decline, say), other than the replay table's
+/// refusals (400, 409, 422, 429). A 4xx with no execution behind it may be
+/// a fresh validation answer, which is not stored.
+fn recorded(r: &StoredResponse, executed: bool) -> bool {
+    success(r) || (executed && (400..500).contains(&r.status) && ![400, 408, 409, 422, 429].contains(&r.status))
+}
+
+/// Where the dependency was first called for each reference.
+fn first_calls(seen: &[Seen]) -> BTreeMap<&str, usize> {
+    let mut called: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, s) in seen.iter().enumerate() {
+        if let Seen::Charged { reference: Some(r), .. } | Seen::ProviderFailed { reference: Some(r), .. } = s {
+            called.entry(r.as_str()).or_insert(i);
+        }
+    }
+    called
+}
+
+/// Whether the dependency was called for the operation's request before
+/// entry `at`.
+fn executed_before(called: &BTreeMap<&str, usize>, v: &OpView<'_>, at: usize) -> bool {
+    v.reference.as_deref().and_then(|r| called.get(r)).is_some_and(|c| *c < at)
+}
+
+fn replay_fidelity(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
+    let called = first_calls(seen);
+    let executed = |v: &OpView<'_>, i: usize| executed_before(&called, v, i);
+    // Every recorded answer given for one request (tenant, endpoint, key,
+    // body).
     let mut first: BTreeMap<(Slot, &Bytes), (usize, &StoredResponse, OpId)> = BTreeMap::new();
     let mut all: Vec<(usize, OpId, &OpView<'_>, &StoredResponse)> = ops
         .iter()
         .filter(|(_, v)| v.request.key.is_some())
         .flat_map(|(op, v)| v.answers.iter().map(move |(i, r)| (*i, *op, v, *r)))
-        .filter(|(_, _, _, r)| success(r))
+        .filter(|(i, _, v, r)| recorded(r, executed(v, *i)))
         .collect();
     all.sort_by_key(|(i, ..)| *i);
     let mut out = Vec::new();
@@ -517,7 +672,7 @@ fn replay_fidelity(ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
                 Property::ReplayFidelity,
                 vec![ops[by].first, *j, v.first, i],
                 format!(
-                    "one request got two different successes: {by:?} was answered {} {} and {op:?} {} {}",
+                    "one request got two different answers from its record: {by:?} was answered {} {} and {op:?} {} {}",
                     want.status,
                     want.body.lossy(),
                     r.status,
@@ -587,8 +742,12 @@ fn status_rules(
             ));
         }
     }
+    let called = first_calls(seen);
     for (op, v) in ops {
         for (i, r) in &v.answers {
+            if recorded(r, executed_before(&called, v, *i)) && !success(r) {
+                continue;
+            }
             if let Some((property, why, more)) = wrong_answer(ops, origins, *op, v, r, *i) {
                 let mut events = vec![v.first, *i];
                 events.extend(more);
@@ -660,9 +819,15 @@ fn wrong_answer(
         return None;
     }
     if let Some((o, i, refusal, _)) = refused_other.filter(|_| before.iter().all(|(_, _, x, _)| !success(x))) {
-        if r.status == 422 || r == *refusal {
+        // The refused body was invalid and this one is another: a 400
+        // again, in any bytes, is the refusal replayed from a record.
+        if r.status == 422 || r.status == 400 {
+            let how = match r == *refusal {
+                true => "the same 400, byte for byte",
+                false => "400 again",
+            };
             return status(
-                format!("the same key was refused 400 before execution ({o:?}); a validation error must not be stored, so a corrected request must execute"),
+                format!("the same key was refused 400 before execution ({o:?}) and this other body got {how}; a validation error must not be stored, so a corrected request must execute"),
                 vec![ops[o].first, *i],
             );
         }
@@ -876,6 +1041,7 @@ mod tests {
                 new,
                 execution: holder.map(|(e, _)| e.into()),
                 attempt: holder.map(|(_, a)| a),
+                delay_ms: 0,
             })
         }
         fn judge(&self) -> OutsideVerdict {
@@ -883,6 +1049,7 @@ mod tests {
                 charging: [("POST".to_string(), "/charges".to_string())].into(),
                 local_effects: false,
                 charge_prefix: "ch_".into(),
+                ..Observability::default()
             };
             judge_outside(&self.seen, &obs)
         }
@@ -1091,6 +1258,118 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_validation_error_replayed_in_other_bytes_is_caught_too() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 0, "r1"));
+        r.answer(1, 400, r#"{"error":"amount"}"#);
+        r.send(2, request("acme", Some("k"), "/charges", 5, "r2"));
+        r.answer(2, 400, r#"{ "error": "amount" }"#);
+        let broken = r.broken();
+        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.contains("got 400 again")), "{broken:?}");
+    }
+
+    #[test]
+    fn a_decline_after_execution_is_a_record_and_its_replays_repeat_its_bytes() {
+        let decline = |second: &str| {
+            let mut r = Run::default();
+            let req = request("acme", Some("k"), "/charges", 5, "r1");
+            r.send(1, req.clone());
+            r.charge("r1", "ch_1", true, None);
+            r.answer(1, 402, r#"{"error":"declined"}"#);
+            r.send(2, req);
+            r.answer(2, 402, second);
+            r.broken()
+        };
+        assert!(decline(r#"{"error":"declined"}"#).is_empty());
+        let broken = decline(r#"{"error": "declined"}"#);
+        assert!(broken.iter().any(|(p, _)| *p == Property::ReplayFidelity), "{broken:?}");
+        // Without an execution behind it a 4xx is a fresh answer, which
+        // may differ.
+        let mut r = Run::default();
+        let req = request("acme", Some("k"), "/charges", 5, "r1");
+        r.send(1, req.clone());
+        r.answer(1, 404, r#"{"error":"no such account","trace":"a"}"#);
+        r.send(2, req);
+        r.answer(2, 404, r#"{"error":"no such account","trace":"b"}"#);
+        assert!(r.broken().iter().all(|(p, _)| *p != Property::ReplayFidelity), "{:?}", r.broken());
+    }
+
+    /// A key refused with `status` at `times`, with a dependency call at
+    /// `call_ms` if any, answered 1,500 ms later, judged with a lease of
+    /// 1,000 ms.
+    fn refused_at(status: u16, times: &[u64], call_ms: Option<u64>) -> Vec<(Property, String)> {
+        let mut r = Run::default();
+        let req = request("acme", Some("k"), "/charges", 5, "r1");
+        r.push(Seen::Sent { at_ms: 0, op: OpId(1), try_no: 1, request: req, attack: "test".into() });
+        // Another key's execution, so the service is known to call the
+        // dependency.
+        r.send(2, request("acme", Some("k2"), "/charges", 5, "r2"));
+        r.charge("r2", "ch_2", true, None);
+        if let Some(at_ms) = call_ms {
+            r.push(Seen::Charged {
+                at_ms,
+                reference: Some("r1".into()),
+                charge: "ch_1".into(),
+                downstream_key: None,
+                new: true,
+                execution: None,
+                attempt: None,
+                delay_ms: 1_500,
+            });
+        }
+        for (n, at_ms) in times.iter().enumerate() {
+            let response = StoredResponse::new(status, "{}");
+            r.push(Seen::Answered { at_ms: *at_ms, op: OpId(1), try_no: n as u32 + 1, response, retry_after_ms: None });
+        }
+        r.seen.sort_by_key(Seen::at_ms);
+        let obs = Observability {
+            charging: [("POST".to_string(), "/charges".to_string())].into(),
+            charge_prefix: "ch_".into(),
+            lease_ms: Some(1_000),
+            ..Observability::default()
+        };
+        judge_outside(&r.seen, &obs).violations.into_iter().map(|v| (v.property, v.explanation)).collect()
+    }
+
+    #[test]
+    fn a_key_refused_past_twice_the_lease_with_no_execution_breaks_progress() {
+        let stuck = |found: &[(Property, String)]| found.iter().any(|(p, _)| *p == Property::Progress);
+        assert!(stuck(&refused_at(409, &[10, 1_500, 3_100], None)), "409 for 3.1 s with a 1 s lease");
+        assert!(stuck(&refused_at(500, &[10, 3_100], None)), "a 500 forever after the handler raised");
+        assert!(!stuck(&refused_at(409, &[10, 1_500, 2_900], None)), "within twice the lease and the slack");
+        // A call in progress (slow for 1.5 s) is an execution: the refusals
+        // before its end do not count.
+        assert!(!stuck(&refused_at(409, &[10, 1_000, 3_100], Some(1_000))));
+        assert!(stuck(&refused_at(409, &[10, 2_600, 5_700], Some(1_000))));
+    }
+
+    #[test]
+    fn progress_is_judged_only_with_the_services_lease() {
+        let mut r = Run::default();
+        r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.charge("r1", "ch_1", true, None);
+        let obs = |lease_ms| Observability {
+            charging: [("POST".to_string(), "/charges".to_string())].into(),
+            charge_prefix: "ch_".into(),
+            lease_ms,
+            ..Observability::default()
+        };
+        let progress = |v: OutsideVerdict| v.judged.into_iter().find(|j| j.property == Property::Progress).unwrap();
+        assert!(progress(judge_outside(&r.seen, &obs(None))).not_judged.unwrap().contains("--lease-ms"));
+        assert_eq!(progress(judge_outside(&r.seen, &obs(Some(500)))).not_judged, None);
+    }
+
+    #[test]
+    fn answers_no_rule_reads_are_counted_by_status() {
+        let mut r = clean();
+        r.send(3, request("acme", Some("k"), "/charges", 5, "r1"));
+        r.answer(3, 302, "");
+        r.answer(3, 302, "");
+        assert_eq!(r.judge().unjudged, [(302, 2)].into());
+        assert!(clean().judge().unjudged.is_empty());
+    }
+
+    #[test]
     fn a_completed_key_must_replay_not_409() {
         let mut r = clean();
         r.send(3, request("acme", Some("k"), "/charges", 5, "r1"));
@@ -1130,6 +1409,7 @@ mod tests {
             new: true,
             execution: None,
             attempt: None,
+            delay_ms: 0,
         });
         r.answer(1, 201, "{}");
         let v = r.judge();

@@ -149,8 +149,11 @@ pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>
     if !spec.listen.ip().is_loopback() {
         return Err(format!("--listen {} is not a loopback address; idemsim serves on loopback only", spec.listen));
     }
-    if spec.nodes == 0 || spec.nodes > 64 || spec.lease_ms == 0 {
-        return Err("--nodes must be 1..=64 and --lease-ms positive".into());
+    if spec.nodes == 0 || spec.nodes > 64 {
+        return Err(format!("--nodes must be 1..=64, not {}", spec.nodes));
+    }
+    if spec.lease_ms == 0 || spec.provider_timeout_ms == 0 {
+        return Err("--lease-ms and --provider-timeout-ms must be positive".into());
     }
     let provider = match &spec.provider {
         Some(p) => Some(crate::http::loopback_url(p).map_err(|e| format!("--provider: {e}"))?),

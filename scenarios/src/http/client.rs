@@ -55,7 +55,7 @@ pub async fn exchange(target: &Target, request: &Request) -> Outcome {
         .http
         .request(method, format!("{}{}", target.base, request.path))
         .header("content-type", "application/json")
-        .header(&target.tenant_header, target.tenant_value.replace("{tenant}", &request.caller.0))
+        .header(&target.tenant_header, target.tenant_header_value(&request.caller.0))
         .body(request.body.0.clone());
     if let Some(key) = &request.key {
         send = send.header(&target.key_header, key.0.as_str());

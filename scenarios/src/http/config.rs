@@ -17,6 +17,10 @@ pub struct HttpConfig {
     pub tenant_value: String,
     /// The tenants (at least two for the other-tenant attack).
     pub tenants: Vec<String>,
+    /// A tenant's header value when `tenant_value` cannot make it: a
+    /// session cookie or an API token, by the tenant's readable name
+    /// (which reports print).
+    pub tenant_values: std::collections::BTreeMap<String, String>,
     /// The endpoints (at least two for the other-endpoint attack).
     pub endpoints: Vec<Endpoint>,
     /// A read-only URL listing the service's local effects for a key, as a
@@ -26,6 +30,33 @@ pub struct HttpConfig {
     /// Where idemsim's payment provider listens; the service must be
     /// configured to call `http://<this>/charges`.
     pub provider_listen: String,
+    /// The request that checks the target is the API before the attack:
+    /// `"METHOD /path"` (sent without a key or body), `"none"` to skip
+    /// it, or unset for one keyless request to the first endpoint (which
+    /// the service may execute: one real charge).
+    pub preflight: Option<String>,
+}
+
+impl HttpConfig {
+    /// The header value that names `tenant`.
+    pub fn tenant_header_value(&self, tenant: &str) -> String {
+        match self.tenant_values.get(tenant) {
+            Some(v) => v.clone(),
+            None => self.tenant_value.replace("{tenant}", tenant),
+        }
+    }
+
+    /// The preflight request's method and path, `None` to skip it.
+    pub fn preflight_request(&self) -> Option<(String, String, bool)> {
+        match self.preflight.as_deref().map(str::trim) {
+            Some("none") => None,
+            Some(line) => {
+                let (method, path) = line.split_once(' ').unwrap_or(("GET", line));
+                Some((method.to_string(), path.trim().to_string(), false))
+            }
+            None => Some((self.endpoints[0].method.clone(), self.endpoints[0].path.clone(), true)),
+        }
+    }
 }
 
 /// One endpoint of the target.
@@ -75,6 +106,8 @@ impl Default for HttpConfig {
             endpoints: vec![endpoint("/charges", true), endpoint("/checkout", true), endpoint("/orders", false)],
             effects_url: Some("/effects/{key}".into()),
             provider_listen: "127.0.0.1:7410".into(),
+            tenant_values: Default::default(),
+            preflight: None,
         }
     }
 }
@@ -117,6 +150,17 @@ impl HttpConfig {
         if self.key_header.is_empty() || self.tenant_header.is_empty() {
             return Err("key_header and tenant_header must be set".into());
         }
+        if let Some(name) = self.tenant_values.keys().find(|t| !self.tenants.contains(t)) {
+            return Err(format!("tenant_values names {name:?}, which is not in tenants"));
+        }
+        if let Some((method, path, _)) = self.preflight_request() {
+            if reqwest::Method::from_bytes(method.as_bytes()).is_err() || !path.starts_with('/') {
+                return Err(format!(
+                    "preflight {:?} must be \"METHOD /path\" or \"none\"",
+                    self.preflight.as_deref().unwrap_or("")
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -129,6 +173,20 @@ pub fn body(template: &str, amount: u64, reference: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenants_get_their_own_values_and_the_preflight_can_be_pointed_or_skipped() {
+        let c = HttpConfig {
+            tenant_value: "Bearer {tenant}".into(),
+            tenant_values: [("globex".to_string(), "session=9f2c".to_string())].into(),
+            ..HttpConfig::default()
+        };
+        assert_eq!((c.tenant_header_value("acme"), c.tenant_header_value("globex")), ("Bearer acme".into(), "session=9f2c".into()));
+        assert_eq!(c.preflight_request(), Some(("POST".into(), "/charges".into(), true)));
+        let health = HttpConfig { preflight: Some("GET /health".into()), ..HttpConfig::default() };
+        assert_eq!(health.preflight_request(), Some(("GET".into(), "/health".into(), false)));
+        assert_eq!(HttpConfig { preflight: Some("none".into()), ..HttpConfig::default() }.preflight_request(), None);
+    }
 
     #[test]
     fn the_default_is_serves_api_and_valid() {
@@ -151,6 +209,10 @@ mod tests {
         assert!(HttpConfig::from_file(&bad).unwrap_err().contains("unknown field"));
         std::fs::write(&bad, r#"{"endpoints": [{"path": "pay"}]}"#).unwrap();
         assert!(HttpConfig::from_file(&bad).unwrap_err().contains("must start with /"));
+        std::fs::write(&bad, r#"{"preflight": "GET health"}"#).unwrap();
+        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("METHOD /path"));
+        std::fs::write(&bad, r#"{"tenant_values": {"initech": "session=1"}}"#).unwrap();
+        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("not in tenants"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

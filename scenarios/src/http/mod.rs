@@ -19,7 +19,9 @@ pub mod workload;
 
 use client::{exchange, HttpClient, Outcome};
 use config::HttpConfig;
-use idemsim_model::outside::{judge_outside, Observability, OutsideVerdict, Seen};
+use idemsim_model::outside::{
+    calls_end_ms, judge_outside, reference_of, Observability, OutsideVerdict, Seen, PROGRESS_SLACK_MS,
+};
 use idemsim_model::{OpId, Request, RetryPolicy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +53,9 @@ pub struct HttpSpec {
     /// Whether the client retries every 5xx, as most users' HTTP clients
     /// do, or only 502, 503 and 504.
     pub retry_5xx: bool,
+    /// The longest lease the service holds, if known: progress is judged
+    /// with it (see [`HttpSpec::for_lease`]).
+    pub lease_ms: Option<u64>,
     /// Prefix of keys and references (default: unique per run).
     pub tag: Option<String>,
 }
@@ -67,8 +72,29 @@ impl Default for HttpSpec {
             max_secs: 120,
             deadline_ms: 30_000,
             retry_5xx: true,
+            lease_ms: None,
             tag: None,
         }
+    }
+}
+
+impl HttpSpec {
+    /// The timings a service holding leases of `lease_ms` needs, where the
+    /// defaults fall short: the slow provider answers after one and a half
+    /// leases (so a duplicate's takeover happens while the holder still
+    /// works); a try waits for that answer and two seconds more (a client
+    /// that hangs up may cancel the holder's work); a client keeps retrying
+    /// for the slow call, three leases and two seconds more (so a key stuck
+    /// past twice the lease is seen, and a taker's slow call ends); the run
+    /// may last that and a minute. `slow_ms`, if given, replaces the slow
+    /// provider's delay the others derive from.
+    pub fn for_lease(lease_ms: u64, slow_ms: Option<u64>) -> HttpSpec {
+        let d = HttpSpec::default();
+        let slow_ms = slow_ms.unwrap_or(d.slow_ms.max(lease_ms.saturating_mul(3) / 2));
+        let timeout_ms = d.timeout_ms.max(slow_ms.saturating_add(2_000));
+        let deadline_ms = d.deadline_ms.max(slow_ms.saturating_add(lease_ms.saturating_mul(3)).saturating_add(2_000));
+        let max_secs = d.max_secs.max(deadline_ms.div_ceil(1000).saturating_add(60));
+        HttpSpec { slow_ms, timeout_ms, deadline_ms, max_secs, lease_ms: Some(lease_ms), ..d }
     }
 }
 
@@ -84,6 +110,18 @@ pub struct Target {
     pub tenant_header: String,
     /// See [`HttpConfig::tenant_value`].
     pub tenant_value: String,
+    /// See [`HttpConfig::tenant_values`].
+    pub tenant_values: BTreeMap<String, String>,
+}
+
+impl Target {
+    /// The header value that names `tenant`.
+    pub fn tenant_header_value(&self, tenant: &str) -> String {
+        match self.tenant_values.get(tenant) {
+            Some(v) => v.clone(),
+            None => self.tenant_value.replace("{tenant}", tenant),
+        }
+    }
 }
 
 /// Observations from many tasks, in the order they were made.
@@ -233,6 +271,9 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
     if spec.ops == 0 || spec.ops > 100_000 || spec.clients == 0 || spec.clients > 256 {
         return Err("--requests must be 1..=100000 and --clients 1..=256".into());
     }
+    if spec.lease_ms == Some(0) {
+        return Err("--lease-ms must be positive".into());
+    }
     if spec.timeout_ms == 0 || spec.max_secs == 0 {
         return Err("--timeout-ms and --max-secs must be positive".into());
     }
@@ -264,6 +305,7 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
         key_header: config.key_header.clone(),
         tenant_header: config.tenant_header.clone(),
         tenant_value: config.tenant_value.clone(),
+        tenant_values: config.tenant_values.clone(),
     });
     let charge_prefix = format!("ch_{tag}_");
     let started = Instant::now();
@@ -295,6 +337,7 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
         charging: config.endpoints.iter().filter(|e| e.charges).map(|e| (e.method.clone(), e.path.clone())).collect(),
         local_effects: listed,
         charge_prefix,
+        lease_ms: spec.lease_ms,
     };
     let verdict = judge_outside(&seen, &obs);
     Ok(report::summarize(base, spec.seed, tag, started.elapsed(), stopped_early, verdict, seen))
@@ -314,16 +357,20 @@ fn run_tag() -> String {
     s
 }
 
-/// One keyless request to the first endpoint: the target must answer HTTP,
-/// within the timeout, and not an HTML page.
+/// The preflight (see [`HttpConfig::preflight`]): the target must answer
+/// HTTP, within the timeout, and not an HTML page.
 async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
-    let e = &config.endpoints[0];
+    let Some((method, path, with_body)) = config.preflight_request() else { return Ok(()) };
+    let body = match with_body {
+        true => config::body(&config.endpoints[0].body, 1, "idemsim-preflight"),
+        false => String::new(),
+    };
     let probe = Request {
         caller: idemsim_model::CallerId(config.tenants[0].as_str().into()),
         key: None,
-        method: e.method.as_str().into(),
-        path: e.path.as_str().into(),
-        body: idemsim_model::Bytes::text(&config::body(&e.body, 1, "idemsim-preflight")),
+        method: method.as_str().into(),
+        path: path.as_str().into(),
+        body: idemsim_model::Bytes::text(&body),
     };
     let within = Duration::from_millis(10_000);
     // A service started a moment ago may not listen yet: a refused
@@ -349,11 +396,11 @@ async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
             if text.trim_start().starts_with('<') {
                 return Err(format!(
                     "{} {} answered {} with HTML, not the API (is --target the API's base URL?)",
-                    target.base, e.path, r.status
+                    target.base, path, r.status
                 ));
             }
             if r.status == 404 || r.status == 405 {
-                return Err(format!("{} {} {} answered {}: no such endpoint", e.method, target.base, e.path, r.status));
+                return Err(format!("{} {} {} answered {}: no such endpoint", method, target.base, path, r.status));
             }
             Ok(())
         }
@@ -434,7 +481,12 @@ fn stop_reason(deadline: Instant, rec: &Recorder) -> Option<String> {
 }
 
 /// Every keyed request that got a success is sent once more, after
-/// everything else: a stored response must not have changed since.
+/// everything else: a stored response must not have changed since. With
+/// the service's lease known, every keyed request that never succeeded
+/// and was refused (409, 429 or 5xx) is sent once more too, once twice the
+/// lease and the slack have passed since its first refusal after the
+/// dependency last answered a call for it: a key still refused then, with
+/// no execution, is stuck (progress).
 async fn late_replays(
     spec: &HttpSpec,
     target: &Arc<Target>,
@@ -445,6 +497,7 @@ async fn late_replays(
     let seen = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut sent: BTreeMap<OpId, &Request> = BTreeMap::new();
     let mut succeeded: BTreeSet<OpId> = BTreeSet::new();
+    let mut refused: BTreeMap<OpId, u64> = BTreeMap::new();
     for s in &seen {
         match s {
             Seen::Sent { op, request, .. } => {
@@ -453,22 +506,40 @@ async fn late_replays(
             Seen::Answered { op, response, .. } if (200..300).contains(&response.status) => {
                 succeeded.insert(*op);
             }
+            Seen::Answered { op, response, at_ms, .. }
+                if [409, 429].contains(&response.status) || response.status >= 500 =>
+            {
+                refused.entry(*op).or_insert(*at_ms);
+            }
             _ => {}
         }
     }
     let mut distinct: BTreeSet<&Request> = BTreeSet::new();
     let mut next = last_op;
-    let mut ops = Vec::new();
-    for op in succeeded {
-        let request = sent[&op];
+    // Each late operation, and when it may be sent (ms since the start).
+    let mut ops: Vec<(PlannedOp, u64)> = Vec::new();
+    for op in &succeeded {
+        let request = sent[op];
         if request.key.is_some() && distinct.insert(request) {
             next += 1;
-            ops.push(PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None });
+            let late = PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None };
+            ops.push((late, 0));
+        }
+    }
+    let stuck_after_ms = spec.lease_ms.map(|l| l.saturating_mul(2).saturating_add(PROGRESS_SLACK_MS + 100));
+    let calls_end = calls_end_ms(&seen);
+    for (op, first_ms) in refused.iter().filter(|(op, _)| !succeeded.contains(op)) {
+        let (Some(after_ms), request) = (stuck_after_ms, sent[op]) else { break };
+        let called_ms = reference_of(&request.body).and_then(|r| calls_end.get(r.as_str()).copied()).unwrap_or(0);
+        if request.key.is_some() && distinct.insert(request) {
+            next += 1;
+            let probe = PlannedOp { op: OpId(next), request: request.clone(), attack: "late-probe", fault: Fault::None };
+            ops.push((probe, (*first_ms).max(called_ms).saturating_add(after_ms)));
         }
     }
     let permits = Arc::new(tokio::sync::Semaphore::new(spec.clients));
     let mut tasks = tokio::task::JoinSet::new();
-    for op in ops {
+    for (op, due_ms) in ops {
         if let Some(why) = stop_reason(deadline, rec) {
             while tasks.join_next().await.is_some() {}
             return Some(why);
@@ -476,14 +547,18 @@ async fn late_replays(
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         let client = HttpClient::new(target.clone(), rec.clone(), op, policy(spec));
         let steps = client::ClientSteps { retry_5xx: spec.retry_5xx };
+        let rec = rec.clone();
         tasks.spawn(async move {
+            while rec.now_ms() < due_ms && !crate::sweep::stopped() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             let (op, request) = (client.op().op, client.op().request.clone());
             idemsim_sim::protocol::run_operation(&steps, &client, op, &request).await;
             drop(permit);
         });
     }
     while tasks.join_next().await.is_some() {}
-    None
+    stop_reason(deadline, rec).filter(|why| why != "the --max-secs limit was reached")
 }
 
 /// Reads the service's local effects for every key sent; `true` when the
@@ -513,7 +588,7 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
         let get = target
             .http
             .get(&url)
-            .header(&target.tenant_header, target.tenant_value.replace("{tenant}", &tenant))
+            .header(&target.tenant_header, target.tenant_header_value(&tenant))
             .send()
             .await;
         let Ok(answer) = get else { continue };

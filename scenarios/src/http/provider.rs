@@ -113,6 +113,10 @@ async fn charge(State(p): State<Arc<Provider>>, headers: HeaderMap, body: Bytes)
         new,
         execution,
         attempt,
+        delay_ms: match plan {
+            Some(ProviderPlan::Slow(ms)) => ms,
+            _ => 0,
+        },
     });
     if let Some(ProviderPlan::Slow(ms)) = plan {
         tokio::time::sleep(Duration::from_millis(ms)).await;

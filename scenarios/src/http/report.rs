@@ -108,6 +108,11 @@ pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Re
             (None, n) => writeln!(out, "    {:<16} FAIL  {n} violation(s)", j.property.name())?,
         }
     }
+    let unjudged: Vec<String> = r.verdict.unjudged.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    match unjudged.is_empty() {
+        true => writeln!(out, "  answers no rule could judge: none")?,
+        false => writeln!(out, "  answers no rule could judge: {} (by status)", unjudged.join(", "))?,
+    }
     if let Some(why) = &r.stopped_early {
         writeln!(out, "  stopped early: {why}; the verdict covers what was sent")?;
     }

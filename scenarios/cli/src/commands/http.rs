@@ -23,19 +23,27 @@ pub struct Args {
     /// Attack groups in flight at once.
     #[arg(long, default_value_t = 8)]
     clients: usize,
-    /// A try without an answer after this is lost.
-    #[arg(long, default_value_t = 3000)]
-    timeout_ms: u64,
-    /// The slow provider's delay (longer than the service's lease).
-    #[arg(long, default_value_t = 1200)]
-    slow_ms: u64,
-    /// The run stops starting work after this.
-    #[arg(long, default_value_t = 120)]
-    max_secs: u64,
+    /// A try without an answer after this is lost [default: 3000, or
+    /// --slow-ms + 2000 with --lease-ms].
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// The service's longest lease: judges progress, and sets the defaults
+    /// of --slow-ms, --deadline-ms and --max-secs to reach it.
+    #[arg(long)]
+    lease_ms: Option<u64>,
+    /// The slow provider's delay, longer than the service's lease
+    /// [default: 1200, or 1.5 x --lease-ms].
+    #[arg(long)]
+    slow_ms: Option<u64>,
+    /// The run stops starting work after this [default: 120, or the
+    /// deadline and a minute].
+    #[arg(long)]
+    max_secs: Option<u64>,
     /// A client gives up on an operation this long after its first send;
-    /// make it longer than the service's lease (at most --max-secs).
-    #[arg(long, default_value_t = 30_000)]
-    deadline_ms: u64,
+    /// longer than the service's lease, at most --max-secs [default: 30000,
+    /// or --slow-ms + 3 x --lease-ms + 2000].
+    #[arg(long)]
+    deadline_ms: Option<u64>,
     /// Retry only 502, 503 and 504, not every 5xx.
     #[arg(long)]
     no_retry_5xx: bool,
@@ -68,16 +76,21 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         Some(path) => Some(idemsim::output::prepare(path, &["jsonl"], "the trace")?),
         None => None,
     };
+    let timings = match args.lease_ms {
+        Some(lease_ms) => idemsim::http::HttpSpec::for_lease(lease_ms, args.slow_ms),
+        None => idemsim::http::HttpSpec::default(),
+    };
     let spec = idemsim::http::HttpSpec {
         config,
         seed: args.seed,
         ops: args.requests,
         clients: args.clients,
-        timeout_ms: args.timeout_ms,
-        slow_ms: args.slow_ms,
-        max_secs: args.max_secs,
-        deadline_ms: args.deadline_ms,
+        timeout_ms: args.timeout_ms.unwrap_or(timings.timeout_ms),
+        slow_ms: args.slow_ms.unwrap_or(timings.slow_ms),
+        max_secs: args.max_secs.unwrap_or(timings.max_secs),
+        deadline_ms: args.deadline_ms.unwrap_or(timings.deadline_ms),
         retry_5xx: !args.no_retry_5xx,
+        lease_ms: args.lease_ms,
         tag: args.tag.clone(),
     };
     let report = idemsim::http::run(&spec)?;
@@ -89,7 +102,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             .map_err(|e| format!("cannot write the trace: {}", idemsim::output::plain(&e)))?;
         trace.keep();
     }
-    let reproduce = reproduce_line(&args, &report);
+    let reproduce = reproduce_line(&args, &spec, &report);
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
     } else {
@@ -111,7 +124,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
 
 /// The command that runs the same plan again: every flag that shapes it,
 /// after the program as the user ran it.
-fn reproduce_line(args: &Args, report: &idemsim::http::HttpReport) -> String {
+fn reproduce_line(args: &Args, spec: &idemsim::http::HttpSpec, report: &idemsim::http::HttpReport) -> String {
     let mut words = vec![program().to_string(), "http".into(), "--target".into(), quoted(&report.target).into()];
     if let Some(config) = &args.config {
         words.extend(["--config".into(), quoted(&config.to_string_lossy()).into_owned()]);
@@ -120,13 +133,16 @@ fn reproduce_line(args: &Args, report: &idemsim::http::HttpReport) -> String {
         ("--seed", report.seed),
         ("--requests", args.requests as u64),
         ("--clients", args.clients as u64),
-        ("--timeout-ms", args.timeout_ms),
-        ("--slow-ms", args.slow_ms),
-        ("--max-secs", args.max_secs),
-        ("--deadline-ms", args.deadline_ms),
+        ("--timeout-ms", spec.timeout_ms),
+        ("--slow-ms", spec.slow_ms),
+        ("--max-secs", spec.max_secs),
+        ("--deadline-ms", spec.deadline_ms),
     ];
     for (flag, value) in numbers {
         words.extend([flag.to_string(), value.to_string()]);
+    }
+    if let Some(lease_ms) = spec.lease_ms {
+        words.extend(["--lease-ms".into(), lease_ms.to_string()]);
     }
     if let Some(listen) = &args.provider_listen {
         words.extend(["--provider-listen".into(), quoted(listen).into_owned()]);

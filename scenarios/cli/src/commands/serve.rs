@@ -33,6 +33,10 @@ pub struct Args {
     /// Added to every store call, as for a store across a network.
     #[arg(long, default_value_t = 1)]
     store_delay_ms: u64,
+    /// A call to the payment provider gives up after this (make it longer
+    /// than `idemsim http`'s --slow-ms).
+    #[arg(long, default_value_t = 5_000)]
+    provider_timeout_ms: u64,
     /// Stop after this many seconds (0: run until Ctrl-C).
     #[arg(long, default_value_t = 0)]
     max_secs: u64,
@@ -48,6 +52,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         store_delay_ms: args.store_delay_ms,
         provider: args.provider.clone(),
         max_secs: args.max_secs,
+        provider_timeout_ms: args.provider_timeout_ms,
         ..idemsim::serve::ServeSpec::default()
     };
     idemsim::serve::serve(&spec, &target, args.variant.protocol(), out)?;
