@@ -1,25 +1,87 @@
 //! Error text as one plain line: URLs without their passwords, a driver's
 //! repeated wrappers said once, no `(os error N)` numbers.
 
-/// The URL with any password replaced by `***`.
+/// Names under which connection strings carry a secret: a URL's query
+/// (`?password=`) or a libpq `key=value` string.
+const SECRET_KEYS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
+
+fn is_secret_key(key: &str) -> bool {
+    SECRET_KEYS.iter().any(|k| key.eq_ignore_ascii_case(k))
+}
+
+/// The URL (or libpq `key=value` string) with every password replaced by
+/// `***`: in the user info, in the query, or as a `password=` pair.
 pub fn mask_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let (authority, path) = match rest.find('/') {
+    let Some((scheme, rest)) = url.split_once("://") else { return mask_pairs(url) };
+    let (authority, path) = match rest.find(['/', '?']) {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
     };
     // Only a password is hidden: `user@host` has none.
-    match authority.rsplit_once('@').and_then(|(credentials, host)| Some((credentials.split_once(':')?.0, host))) {
-        Some((user, host)) => format!("{scheme}://{user}:***@{host}{path}"),
-        None => url.to_string(),
+    let authority = match authority.rsplit_once('@').and_then(|(c, host)| Some((c.split_once(':')?.0, host))) {
+        Some((user, host)) => format!("{user}:***@{host}"),
+        None => authority.to_string(),
+    };
+    let path = match path.split_once('?') {
+        Some((p, query)) => {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if is_secret_key(k) => format!("{k}=***"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            format!("{p}?{}", pairs.join("&"))
+        }
+        None => path.to_string(),
+    };
+    format!("{scheme}://{authority}{path}")
+}
+
+/// A libpq `key=value ...` string with its password values masked
+/// (quoted values included).
+fn mask_pairs(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('=') {
+        let key_start = rest[..at].rfind(char::is_whitespace).map_or(0, |w| w + 1);
+        let key = rest[key_start..at].trim();
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let value_len = value_len(rest);
+        match is_secret_key(key) {
+            true => out.push_str("***"),
+            false => out.push_str(&rest[..value_len]),
+        }
+        rest = &rest[value_len..];
     }
+    out.push_str(rest);
+    out
+}
+
+/// The length of a libpq value at the start of `s`: quoted (with `\'`
+/// escapes) or up to whitespace.
+fn value_len(s: &str) -> usize {
+    if let Some(quoted) = s.strip_prefix('\'') {
+        let mut escaped = false;
+        for (i, c) in quoted.char_indices() {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '\'') => return i + 2,
+                _ => {}
+            }
+        }
+        return s.len();
+    }
+    s.find(char::is_whitespace).unwrap_or(s.len())
 }
 
 /// One line: `a: a: b (os error 32)` becomes `a: b`, and a password that
 /// appears in `url` is masked wherever it appears.
 pub fn plain(text: &str, url: Option<&str>) -> String {
     let mut line = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
-    if let Some(at) = line.find(" (os error") {
+    while let Some(at) = line.find(" (os error") {
         let end = line[at..].find(')').map_or(line.len(), |e| at + e + 1);
         line.replace_range(at..end, "");
     }
@@ -30,18 +92,42 @@ pub fn plain(text: &str, url: Option<&str>) -> String {
         }
     }
     let mut line = parts.join(": ");
-    if let Some(password) = url.and_then(password_of) {
-        line = line.replace(&password, "***");
+    for secret in url.map(secrets_of).unwrap_or_default() {
+        line = line.replace(&secret, "***");
     }
     line
 }
 
-fn password_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let credentials = authority.rsplit_once('@')?.0;
-    let password = credentials.split_once(':')?.1;
-    (!password.is_empty()).then(|| password.to_string())
+/// Every password `url` carries: in its user info, its query, or as a
+/// libpq `password=` pair (quotes taken off).
+fn secrets_of(url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(rest) = url.split_once("://").map(|(_, r)| r) {
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        if let Some(password) = authority.rsplit_once('@').and_then(|(c, _)| c.split_once(':')).map(|(_, p)| p) {
+            out.push(password.to_string());
+        }
+        let query = rest.split_once('?').map_or("", |(_, q)| q);
+        for pair in query.split('&') {
+            if let Some((_, v)) = pair.split_once('=').filter(|(k, _)| is_secret_key(k)) {
+                out.push(v.to_string());
+            }
+        }
+    } else {
+        let mut rest = url;
+        while let Some(at) = rest.find('=') {
+            let key_start = rest[..at].rfind(char::is_whitespace).map_or(0, |w| w + 1);
+            let secret = is_secret_key(rest[key_start..at].trim());
+            rest = &rest[at + 1..];
+            let n = value_len(rest);
+            if secret {
+                out.push(rest[..n].trim_matches('\'').to_string());
+            }
+            rest = &rest[n..];
+        }
+    }
+    out.retain(|p| !p.is_empty());
+    out
 }
 
 #[cfg(test)]
@@ -59,5 +145,20 @@ mod tests {
             plain("bad url postgres://u:s3cret@x", Some("postgres://u:s3cret@x/db")),
             "bad url postgres://u:***@x"
         );
+        // A password in the query, or in a libpq key=value string.
+        assert_eq!(mask_url("postgres://u@db/test?password=s3cret&x=1"), "postgres://u@db/test?password=***&x=1");
+        assert_eq!(
+            mask_url("mysql://root@127.0.0.1:3306/test?pass=hunter2"),
+            "mysql://root@127.0.0.1:3306/test?pass=***"
+        );
+        assert_eq!(
+            mask_url("host=127.0.0.1 user=u password='s3 cret' dbname=test"),
+            "host=127.0.0.1 user=u password=*** dbname=test"
+        );
+        assert_eq!(mask_url("host=db password=s3cret"), "host=db password=***");
+        let url = "host=db password='s3 cret'";
+        assert_eq!(plain("auth failed for s3 cret", Some(url)), "auth failed for ***");
+        assert_eq!(plain("no: s3cret", Some("postgres://db/t?password=s3cret")), "no: ***");
+        assert_eq!(plain("a (os error 2): b (os error 13)", None), "a: b");
     }
 }

@@ -80,6 +80,13 @@ enum Command {
     List(commands::list::Args),
 }
 
+/// One line to stderr, for progress and warnings: a closed stderr
+/// (`2>&1 | head -1`) drops it instead of aborting the command, whose
+/// report on stdout and exit code stay its own.
+pub fn note(line: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Runs the command line `args` (program name first).
 pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if let Some(argv0) = args.first() {

@@ -14,7 +14,9 @@ fn main() {
         // else is a bug in idemsim, said in one line.
         let seed_thread = std::thread::current().name().is_some_and(|n| n.starts_with("seed-"));
         if !seed_thread {
-            eprintln!("idemsim: internal error: {info} (please report this with the command you ran)");
+            idemsim_cli::note(format_args!(
+                "idemsim: internal error: {info} (please report this with the command you ran)"
+            ));
         }
     }));
     // The first Ctrl-C stops starting seeds (or requests), and the command
@@ -25,7 +27,7 @@ fn main() {
             std::process::exit(idemsim_cli::EXIT_INTERRUPTED);
         }
         idemsim::sweep::request_stop();
-        eprintln!("idemsim: stopping after the work in flight (Ctrl-C again to quit now)");
+        idemsim_cli::note(format_args!("idemsim: stopping after the work in flight (Ctrl-C again to quit now)"));
     });
     idemsim_cli::tracing_setup::init();
     let args: Vec<String> = std::env::args().collect();
@@ -33,7 +35,7 @@ fn main() {
     // the command's own.
     let mut out = QuietPipe(std::io::stdout());
     // Unlocked handles: sweep workers print progress lines to stderr meanwhile.
-    let code = idemsim_cli::run(args, &mut out, &mut std::io::stderr());
+    let code = idemsim_cli::run(args, &mut out, &mut QuietPipe(std::io::stderr()));
     std::process::exit(code);
 }
 

@@ -47,7 +47,7 @@ impl Progress {
         if (tenth || due) && self.printed.fetch_max(done, Ordering::Relaxed) < done {
             self.last_line_ms.store(now_ms, Ordering::Relaxed);
             let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            eprintln!("swept {done}/{} seeds ({rate:.0} seeds/s)", self.total);
+            crate::note(format_args!("swept {done}/{} seeds ({rate:.0} seeds/s)", self.total));
         }
     }
 

@@ -25,7 +25,7 @@ impl FormatTime for SimTime {
 pub fn init() {
     let Ok(filter) = std::env::var("RUST_LOG") else { return };
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|e| {
-        eprintln!("warning: RUST_LOG={filter:?} is not a valid filter ({e}); logging at info");
+        crate::note(format_args!("warning: RUST_LOG={filter:?} is not a valid filter ({e}); logging at info"));
         EnvFilter::new("info")
     });
     use std::io::IsTerminal;

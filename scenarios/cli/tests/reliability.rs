@@ -114,6 +114,12 @@ fn bad_inputs_are_one_line_and_exit_2() {
         (vec!["run", "--seed", "18446744073709551615"], "`idemsim replay --seed 18446744073709551615` runs this one"),
         // Checked before the kit runs.
         (vec!["check-store", "--store", "mem", "--clients", "0"], "--clients must be between 1 and 1024"),
+        // A password is masked wherever a connection string carries it:
+        // the user info, the query, a libpq key=value pair.
+        (vec!["stress", "--store", "pg", "--url", "postgres://u@[::1/test?password=s3cret"], "password=***"),
+        (vec!["stress", "--store", "mysql", "--url", "mysql://root@127.0.0.1:1/test?password=s3cret"], "password=***"),
+        (vec!["stress", "--store", "pg", "--url", "host=127.0.0.1 password='s3cret' nonsense=1"], "password=***"),
+        (vec!["stress", "--store", "redis", "--url", "redis://:s3cret@127.0.0.1:1/0"], "cannot connect to Redis"),
     ];
     for (args, message) in &cases {
         assert_usage(args, message);
@@ -207,6 +213,52 @@ fn ctrl_c_keeps_what_was_found_and_exits_130() {
     assert_eq!(ran.code, 130, "{}{}", ran.out, ran.err);
     assert!(ran.out.contains("INTERRUPTED (Ctrl-C)"), "{}", ran.out);
     assert!(ran.out.contains("reproduce: ") && ran.out.contains("replay --scenario default"), "{}", ran.out);
+}
+
+/// A closed stderr (`2>&1 | head -1`) drops progress lines; the report on
+/// stdout and the exit code stay the command's own.
+#[test]
+fn a_closed_stderr_keeps_the_report_and_the_exit_code() {
+    let args = ["run", "--variant", "unfenced-completion", "--seeds", "0..1000", "--jobs", "1"];
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stderr.take());
+    let ran = finish(child, Duration::from_secs(120), &args);
+    assert_eq!(ran.code, 1, "{}", ran.out);
+    assert!(ran.out.contains("reproduce: "), "{}", ran.out);
+}
+
+/// `check-store` and `serve` stop on Ctrl-C with 130, and a stress cut
+/// short is never a pass; SIGTERM (what `timeout` and Kubernetes send) is
+/// Ctrl-C, so a `--json` report is whole.
+#[test]
+fn ctrl_c_and_sigterm_stop_every_long_command_with_130_and_its_report() {
+    let args = ["check-store", "--store", "mem", "--cases", "16", "--requests", "1000000"];
+    let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    interrupt(&child);
+    let ran = finish(child, Duration::from_secs(60), &args);
+    assert_eq!(ran.code, 130, "{}{}", ran.out, ran.err);
+    assert!(ran.out.contains("verdict: INTERRUPTED") && !ran.out.contains("verdict: PASS"), "{}", ran.out);
+
+    let args = ["serve", "--listen", "127.0.0.1:0"];
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    interrupt(&child);
+    let ran = finish(child, Duration::from_secs(30), &args);
+    assert_eq!(ran.code, 130, "serve: {}", ran.err);
+
+    let args = ["run", "--seeds", "0..100000", "--jobs", "1", "--json"];
+    let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let ran = finish(child, Duration::from_secs(60), &args);
+    assert_eq!(ran.code, 130, "{}", ran.err);
+    let report: serde_json::Value = serde_json::from_str(&ran.out).expect("a whole JSON report after SIGTERM");
+    assert_eq!(report["interrupted"], true);
 }
 
 #[test]

@@ -64,7 +64,7 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     let quiet = args.json;
     let say = |line: &str| {
         if !quiet {
-            eprintln!("bench: {line}");
+            crate::note(format_args!("bench: {line}"));
         }
     };
     let report = crate::benchmark::bench(&spec, &say)?;

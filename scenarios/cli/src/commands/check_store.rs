@@ -2,7 +2,7 @@
 //! store, as a verdict table.
 
 use crate::args::{StoreArgs, MAX_REQUESTS};
-use crate::{EXIT_CLEAN, EXIT_VIOLATION};
+use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::stress::{stress, StressSpec, MAX_CLIENTS};
 use idemsim::target::StoreTarget;
 use std::io::Write;
@@ -60,6 +60,11 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             false
         }
     };
+    if idemsim::sweep::stopped() {
+        let _ = writeln!(out, "  stress       not run (interrupted)");
+        let _ = writeln!(out, "verdict: INTERRUPTED (Ctrl-C): the store was not stressed, so this is no pass");
+        return Ok(EXIT_INTERRUPTED);
+    }
     let spec = StressSpec {
         seed: args.seed,
         clients: args.clients,
@@ -68,11 +73,18 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         ..StressSpec::default()
     };
     let report = stress(&spec, &target, None, idemsim_sim::Variant::Correct.protocol()).map_err(|e| e.to_string())?;
-    let mark = if report.violations.is_empty() { "PASS" } else { "FAIL" };
+    let mark = match (report.interrupted, report.violations.is_empty()) {
+        (true, _) => "INTERRUPTED",
+        (false, true) => "PASS",
+        (false, false) => "FAIL",
+    };
+    let planned = match report.interrupted {
+        true => format!("{} sends of {} planned requests", report.sends, report.requests),
+        false => format!("{} requests", report.requests),
+    };
     let _ = writeln!(
         out,
-        "  stress       {mark}  {} requests, {} clients, {} violations, {:.0} sends/s (seed {})",
-        report.requests,
+        "  stress       {mark}  {planned}, {} clients, {} violations, {:.0} sends/s (seed {})",
         report.clients,
         report.violations.len(),
         report.requests_per_sec,
@@ -82,6 +94,11 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         let _ = writeln!(out, "    {v}");
     }
     let pass = conforms && report.violations.is_empty();
+    if report.interrupted {
+        let found = if pass { "nothing found so far" } else { "what was found is above" };
+        let _ = writeln!(out, "verdict: INTERRUPTED (Ctrl-C): {found}; this is no pass");
+        return Ok(EXIT_INTERRUPTED);
+    }
     let _ = writeln!(out, "verdict: {}", if pass { "PASS" } else { "FAIL" });
     Ok(if pass { EXIT_CLEAN } else { EXIT_VIOLATION })
 }

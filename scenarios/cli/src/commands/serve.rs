@@ -56,5 +56,6 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         ..idemsim::serve::ServeSpec::default()
     };
     idemsim::serve::serve(&spec, &target, args.variant.protocol(), out)?;
-    Ok(EXIT_CLEAN)
+    // Stopped by Ctrl-C (or SIGTERM): 130, as every command; by --max-secs: 0.
+    Ok(if idemsim::sweep::stopped() { crate::EXIT_INTERRUPTED } else { EXIT_CLEAN })
 }
