@@ -104,7 +104,7 @@ impl IdempotencyStore for Broken {
         self.inner.effects(scope).await
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         self.inner.sweep(now, window_ms).await
     }
 

@@ -169,7 +169,7 @@ impl idemsim_store::IdempotencyStore for Plain {
         self.wait().await;
         self.store.effects(s).await
     }
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         self.wait().await;
         self.store.sweep(now, window_ms).await
     }

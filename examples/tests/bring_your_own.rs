@@ -179,7 +179,11 @@ impl idemsim::store::IdempotencyStore for Explodes {
     async fn effects(&self, _: &idemsim::model::Scope) -> Result<Vec<idemsim::model::LocalEffect>, StoreError> {
         Ok(Vec::new())
     }
-    async fn sweep(&self, _: idemsim::model::SimTime, _: u64) -> Result<Vec<idemsim::model::Scope>, StoreError> {
+    async fn sweep(
+        &self,
+        _: idemsim::model::SimTime,
+        _: u64,
+    ) -> Result<Vec<(idemsim::model::Scope, idemsim::model::Record)>, StoreError> {
         Ok(Vec::new())
     }
     async fn stale_in_progress(

@@ -257,3 +257,59 @@ fn guards_the_correct_protocol_never_exercises_are_judged_by_store_contract() {
     assert!(report.failures.is_empty());
     assert!(report.coverage_total.store_probed > 0, "probes were sent: the pass is not vacuous");
 }
+
+/// A store whose completion is an unconditional update of the row: after a
+/// release (a soft delete, the row kept as a tombstone) a completion by
+/// the attempt that released revives the row as completed, where the
+/// contract says the write is fenced.
+#[derive(Default)]
+struct RevivingComplete {
+    inner: MemStore,
+    /// The rows released, as they were: the tombstones an UPDATE still finds.
+    released: std::sync::Mutex<std::collections::BTreeMap<Scope, Record>>,
+}
+
+#[async_trait]
+impl Delegate for RevivingComplete {
+    fn inner(&self) -> &dyn IdempotencyStore {
+        &self.inner
+    }
+    async fn release(&self, s: &Scope, a: Attempt) -> Result<WriteOutcome, StoreError> {
+        let before = self.inner.read(s).await?;
+        let outcome = self.inner.release(s, a).await?;
+        if let (WriteOutcome::Applied, Some(record)) = (outcome, before) {
+            self.released.lock().unwrap().insert(s.clone(), record);
+        }
+        Ok(outcome)
+    }
+    async fn complete(&self, s: &Scope, a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
+        if self.inner.read(s).await?.is_some() {
+            return self.inner.complete(s, a, c).await;
+        }
+        let Some(row) = self.released.lock().unwrap().remove(s) else { return Ok(WriteOutcome::Fenced) };
+        if row.attempt() != a {
+            return Ok(WriteOutcome::Fenced);
+        }
+        let revived = Record { state: RecordState::Completed { response: c.response.clone(), attempt: a }, ..row };
+        self.inner.with_model(|m| m.put(s, revived));
+        Ok(WriteOutcome::Applied)
+    }
+}
+
+/// The sweep is judged by the records the store says it deleted, not by
+/// a table the simulator keeps beside it: a revived row is swept as the
+/// completed record it is (no "swept while in progress"), and the revival
+/// itself is what breaks the contract.
+#[test]
+fn a_store_that_revives_released_rows_is_judged_by_what_it_swept() {
+    let mut sim = Simulation::scenario("default").unwrap();
+    sim.store("reviving-complete", || Ok(RevivingComplete::default())).seeds(0..2000).jobs(4);
+    let report = sweep(&mut sim);
+    assert!(!report.failures.is_empty(), "a completion after a release is probed and caught");
+    for f in &report.failures {
+        let props: Vec<Property> = f.violations.iter().map(|v| v.property).collect();
+        assert!(props.contains(&Property::StoreContract), "seed {}: {props:?}", f.seed);
+        assert!(!props.contains(&Property::Expiry), "seed {}: a revived row is not an unfinished one", f.seed);
+    }
+    assert!(report.coverage_total.record_swept > 0, "records were swept: the expiry pass is not vacuous");
+}

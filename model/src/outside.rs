@@ -1265,7 +1265,10 @@ mod tests {
         r.send(2, request("acme", Some("k"), "/charges", 5, "r2"));
         r.answer(2, 400, r#"{ "error": "amount" }"#);
         let broken = r.broken();
-        assert!(broken.iter().any(|(p, why)| *p == Property::StatusRules && why.contains("got 400 again")), "{broken:?}");
+        assert!(
+            broken.iter().any(|(p, why)| *p == Property::StatusRules && why.contains("got 400 again")),
+            "{broken:?}"
+        );
     }
 
     #[test]

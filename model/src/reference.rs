@@ -130,9 +130,9 @@ impl RefStore {
     }
 
     /// Deletes `completed` records created at or before `now - window_ms`;
-    /// never touches `in_progress` ones. Returns the swept scopes in order.
-    /// Tombstones as old go too, silently.
-    pub fn sweep(&mut self, now: SimTime, window_ms: u64) -> Vec<Scope> {
+    /// never touches `in_progress` ones. Returns the swept records as they
+    /// were, in scope order. Tombstones as old go too, silently.
+    pub fn sweep(&mut self, now: SimTime, window_ms: u64) -> Vec<(Scope, Record)> {
         self.tombstones.retain(|_, (_, created_at)| created_at.plus_ms(window_ms) > now);
         let mut expired: Vec<Scope> = self
             .records
@@ -141,10 +141,13 @@ impl RefStore {
             .map(|(s, _)| s.clone())
             .collect();
         expired.sort_unstable();
-        for scope in &expired {
-            self.records.remove(scope);
-        }
         expired
+            .into_iter()
+            .filter_map(|scope| {
+                let record = self.records.remove(&scope)?;
+                Some((scope, record))
+            })
+            .collect()
     }
 
     /// `in_progress` records whose lease expired at or before `now`, in scope
@@ -270,7 +273,7 @@ mod tests {
         let scope = Scope::new("a", "k");
         s.claim(&scope, &fp(), SimTime(0), LEASE);
         s.release(&scope, Attempt(1));
-        assert_eq!(s.sweep(SimTime(5_000), 1_000), Vec::<Scope>::new());
+        assert_eq!(s.sweep(SimTime(5_000), 1_000), Vec::<(Scope, Record)>::new());
         assert_eq!(s.claim(&scope, &fp(), SimTime(5_001), LEASE), Claim::Owned(Attempt::FIRST));
     }
 
@@ -306,7 +309,11 @@ mod tests {
         s.claim(&open, &fp(), SimTime(0), LEASE);
         s.claim(&young, &fp(), SimTime(50), LEASE);
         s.complete(&young, Attempt(1), &done("y"));
-        assert_eq!(s.sweep(SimTime(1000), 1000), vec![old.clone()]);
+        let swept = s.sweep(SimTime(1000), 1000);
+        assert_eq!(
+            swept.iter().map(|(s, r)| (s.clone(), r.is_completed())).collect::<Vec<_>>(),
+            vec![(old.clone(), true)]
+        );
         assert_eq!(s.read(&old), None);
         assert!(s.read(&open).is_some() && s.read(&young).is_some());
         assert_eq!(s.stale_in_progress(SimTime(1000), 10).len(), 1);

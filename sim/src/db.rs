@@ -8,7 +8,7 @@ use crate::protocol::{StoreOp, StoreReply};
 use crate::world::World;
 use futures::FutureExt;
 use idemsim_model::history::Origin;
-use idemsim_model::{Claim, Event, NodeId, WriteOutcome};
+use idemsim_model::{Event, NodeId, WriteOutcome};
 use idemsim_store::{panic_message, IdempotencyStore, StoreError};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -137,26 +137,11 @@ fn finish(node: &Node, from: NodeId, id: crate::msg::CallId, origin: Origin, op:
 }
 
 impl World {
-    /// Records what a store operation did, and keeps the world's view of
-    /// the live records (their age, for the sweep's events).
+    /// Records what a store operation did, from the store's own answer: a
+    /// sweep's events come from the records the store says it deleted.
     pub(crate) fn record_store(&mut self, by: Origin, op: &StoreOp, reply: &StoreReply) {
         if op.writes() {
             self.note_write();
-        }
-        match (op, reply) {
-            // The created_at the store keeps: the claimer's clock.
-            (StoreOp::Claim { scope, now, .. }, StoreReply::Claim(Claim::Owned(_))) => {
-                self.records.insert(scope.clone(), (*now, false));
-            }
-            (StoreOp::Complete { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
-                if let Some(r) = self.records.get_mut(scope) {
-                    r.1 = true;
-                }
-            }
-            (StoreOp::Release { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
-                self.records.remove(scope);
-            }
-            _ => {}
         }
         let mut recorded = false;
         op.each_event(by, reply, |event| {
@@ -169,13 +154,13 @@ impl World {
             {
                 self.send(NodeId::Db, NodeId::Relay, Box::new(crate::msg::Msg::Notify));
             }
-            (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Write(WriteOutcome::Applied)) => {
+            (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Deleted(Some(record), WriteOutcome::Applied)) => {
                 let as_of = self.node_time(NodeId::Sweeper, self.now());
-                self.swept(scope, as_of);
+                self.swept(scope, record, as_of);
             }
-            (StoreOp::Sweep { now, .. }, StoreReply::Scopes(swept)) => {
-                for scope in swept {
-                    self.swept(scope, *now);
+            (StoreOp::Sweep { now, .. }, StoreReply::Swept(swept)) => {
+                for (scope, record) in swept {
+                    self.swept(scope, record, *now);
                 }
             }
             _ if !recorded => self.step(),
@@ -183,8 +168,8 @@ impl World {
         }
     }
 
-    fn swept(&mut self, scope: &idemsim_model::Scope, as_of: idemsim_model::SimTime) {
-        let (created_at, completed) = self.records.remove(scope).unwrap_or_default();
+    fn swept(&mut self, scope: &idemsim_model::Scope, record: &idemsim_model::Record, as_of: idemsim_model::SimTime) {
+        let (created_at, completed) = (record.created_at, record.is_completed());
         let event = Event::RecordSwept { scope: scope.clone(), created_at, completed, as_of: Some(as_of) };
         self.record(NodeId::Sweeper, event);
     }

@@ -28,7 +28,7 @@ impl World {
         let store = self.store.clone();
         match store.durability().map(|d| d.sync()) {
             Some(Ok(())) => {
-                self.synced = Some(self.records.clone());
+                self.synced = true;
                 self.unsynced_ops = 0;
             }
             Some(Err(e)) => self.store_broke(format!("store '{}' failed to sync: {e}", store.name())),
@@ -38,15 +38,13 @@ impl World {
 
     /// A database crash under write-back caching: back to the last sync.
     pub(crate) fn lose_unsynced_writes(&mut self) {
-        let Some(synced) = self.synced.clone() else { return };
-        if !self.write_back || self.unsynced_ops == 0 {
+        if !self.synced || !self.write_back || self.unsynced_ops == 0 {
             return;
         }
         let store = self.store.clone();
         if let Some(Err(e)) = store.durability().map(|d| d.lose_unsynced()) {
             return self.store_broke(format!("store '{}' failed to roll back to its last sync: {e}", store.name()));
         }
-        self.records = synced;
         let count = self.unsynced_ops;
         self.unsynced_ops = 0;
         self.record(NodeId::Db, Event::Fault(Fault::UnsyncedWritesLost { count }));

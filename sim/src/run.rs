@@ -371,7 +371,6 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         aborted: None,
         // Sized for a run's worth: growing step by step costs more than the
         // run's look-ups.
-        records: crate::world::Lookup::with_capacity_and_hasher(ops.len(), Default::default()),
         charges: BTreeMap::new(),
         consumed: Default::default(),
         buckets: BTreeMap::new(),
@@ -383,7 +382,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         store_calls_waiting: 0,
         store_ops_waiting: Vec::new(),
         site_faults: Vec::new(),
-        synced: None,
+        synced: false,
         unsynced_ops: 0,
         locks: BTreeMap::new(),
         relay_wake: None,

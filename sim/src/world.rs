@@ -115,9 +115,6 @@ pub(crate) struct World {
     pub aborted: Option<crate::RunError>,
     /// The protocol servers, clients and jobs run.
     pub protocol: Arc<dyn crate::protocol::Protocol>,
-    /// Creation time (true time) and completion of each live record, so a
-    /// sweep can be recorded with the facts the expiry checker needs.
-    pub records: Lookup<Scope, (SimTime, bool)>,
     /// The dependency's dedup table: downstream key to charge id.
     pub charges: BTreeMap<DownstreamKey, String>,
     /// Message ids the consumer has applied.
@@ -144,8 +141,9 @@ pub(crate) struct World {
     pub site_faults: Vec<crate::plan::TimedFault>,
     /// Write-back durability is on and the store opted in to it.
     pub write_back: bool,
-    /// The world's view of the records as of the last sync.
-    pub synced: Option<Lookup<Scope, (SimTime, bool)>>,
+    /// The store has synced at least once (a crash before goes back to
+    /// nothing lost).
+    pub synced: bool,
     /// Store writes since the last sync.
     pub unsynced_ops: u32,
     /// Key locks of the broken lock-based claims: the lock (a process's,

@@ -88,7 +88,7 @@ pub trait Delegate: Send + Sync {
         self.inner().effects(s).await
     }
     /// See [`IdempotencyStore::sweep`].
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         self.inner().sweep(now, window_ms).await
     }
     /// See [`IdempotencyStore::stale_in_progress`].
@@ -135,7 +135,7 @@ impl<D: Delegate> IdempotencyStore for D {
     async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
         Delegate::effects(self, s).await
     }
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         Delegate::sweep(self, now, window_ms).await
     }
     async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {

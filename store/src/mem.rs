@@ -131,7 +131,7 @@ impl IdempotencyStore for MemStore {
         Ok(self.lock().effects(scope))
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         Ok(self.lock().sweep(now, window_ms))
     }
 

@@ -373,24 +373,28 @@ impl IdempotencyStore for MySqlStore {
         rows.iter().map(|r| Ok(LocalEffect { id: col(r, 0)?, data: Bytes(col(r, 1)?) })).collect()
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         let Some(threshold) = now.0.checked_sub(window_ms) else { return Ok(Vec::new()) };
         let threshold = ms(SimTime(threshold))?;
         let mut c = self.conn().await?;
         let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
-        let select = "SELECT caller, `key`, status FROM idem_records \
-                      WHERE status IN ('completed', 'released') AND created_at <= ? FOR UPDATE";
+        let select = format!(
+            "SELECT caller, `key`, {} FROM idem_records \
+             WHERE status IN ('completed', 'released') AND created_at <= ? FOR UPDATE",
+            record_columns()
+        );
         let rows: Vec<Row> = tx.exec(select, (threshold,)).await.map_err(map_err)?;
         let delete = "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= ?";
         tx.exec_drop(delete, (threshold,)).await.map_err(map_err)?;
         tx.commit().await.map_err(map_err)?;
         let mut swept = Vec::new();
         for row in &rows {
-            if col::<String>(row, 2)? == "completed" {
-                swept.push(scope_at(row)?);
+            // Tombstones (no record) go silently.
+            if let Some(record) = record_row(row, 2)?.into_record()? {
+                swept.push((scope_at(row)?, record));
             }
         }
-        swept.sort();
+        swept.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(swept)
     }
 

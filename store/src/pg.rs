@@ -377,17 +377,24 @@ impl IdempotencyStore for PgStore {
         Ok(rows.iter().map(|r| LocalEffect { id: r.get(0), data: Bytes(r.get(1)) }).collect())
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         let Some(threshold) = now.0.checked_sub(window_ms) else { return Ok(Vec::new()) };
         let threshold = ms(SimTime(threshold))?;
         let guard = self.conn().await?;
         let c = guard.as_ref().expect("conn() connects");
-        let sql = "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= $1 \
-                   RETURNING caller, key, status";
-        let rows = c.query(sql, &[&threshold]).await.map_err(map_err)?;
-        let mut swept: Vec<Scope> =
-            rows.iter().filter(|r| r.get::<_, String>(2) == "completed").map(scope_at).collect();
-        swept.sort();
+        let sql = format!(
+            "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= $1 \
+             RETURNING caller, key, {RECORD_COLUMNS}"
+        );
+        let rows = c.query(&sql, &[&threshold]).await.map_err(map_err)?;
+        let mut swept = Vec::with_capacity(rows.len());
+        for row in &rows {
+            // Tombstones (no record) go silently.
+            if let Some(record) = record_row(row, 2).into_record()? {
+                swept.push((scope_at(row), record));
+            }
+        }
+        swept.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(swept)
     }
 

@@ -241,7 +241,7 @@ fn failed(e: &RedisError, writes: bool) -> StoreError {
 
 /// One line of a redis error.
 fn clean(e: &RedisError) -> String {
-    e.to_string().lines().next().unwrap_or_default().trim().to_string()
+    crate::text::plain(e.to_string().lines().next().unwrap_or_default(), None)
 }
 
 /// The member naming a scope in keys and indexes: caller, NUL, key. Its
@@ -444,14 +444,17 @@ impl IdempotencyStore for RedisStore {
         flat.chunks_exact(2).map(effect).collect()
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         let (now_b, window_b) = (num(now.0), num(window_ms));
         let reply = self.eval(&SCRIPTS.sweep, &[&now_b, &window_b], true).await?;
-        let mut swept = items(&reply)
-            .iter()
-            .map(|m| scope_of(&bytes(m).ok_or_else(|| corrupt("a sweep", &reply))?))
-            .collect::<Result<Vec<_>, _>>()?;
-        swept.sort();
+        let mut swept = Vec::new();
+        for pair in items(&reply) {
+            let [m, record] = items(pair) else { return Err(corrupt("a sweep", &reply)) };
+            let scope = scope_of(&bytes(m).ok_or_else(|| corrupt("a sweep", &reply))?)?;
+            let record = record_of(record)?.ok_or_else(|| corrupt("a swept record", &reply))?;
+            swept.push((scope, record));
+        }
+        swept.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(swept)
     }
 

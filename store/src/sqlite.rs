@@ -244,23 +244,24 @@ impl IdempotencyStore for SqliteStore {
         rows.collect::<Result<_, _>>().map_err(map_err)
     }
 
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         let Some(threshold) = now.0.checked_sub(window_ms) else { return Ok(Vec::new()) };
         let threshold = ms(SimTime(threshold))?;
         let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= ?1 \
-                 RETURNING caller, key, status",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![threshold], |row| Ok((scope_of(row)?, row.get::<_, String>(2)? == "completed")))
-            .map_err(map_err)?;
-        let rows: Vec<(Scope, bool)> = rows.collect::<Result<_, _>>().map_err(map_err)?;
-        // Tombstones go silently; only completed records count as swept.
-        let mut swept: Vec<Scope> = rows.into_iter().filter(|(_, completed)| *completed).map(|(s, _)| s).collect();
-        swept.sort();
+        let sql = format!(
+            "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= ?1 \
+             RETURNING caller, key, {RECORD_COLUMNS}"
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+        let mut rows = stmt.query(params![threshold]).map_err(map_err)?;
+        let mut swept = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            // Tombstones (no record) go silently.
+            if let Some(record) = record_at(row, 2)? {
+                swept.push((scope_of(row).map_err(map_err)?, record));
+            }
+        }
+        swept.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(swept)
     }
 

@@ -73,8 +73,10 @@ pub trait IdempotencyStore: Send + Sync {
     async fn effects(&self, scope: &Scope) -> Result<Vec<LocalEffect>, StoreError>;
 
     /// Deletes `completed` records with `created_at + window_ms <= now`, never
-    /// `in_progress` ones; returns the swept scopes in scope order.
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError>;
+    /// `in_progress` ones; returns the swept records as the deleting
+    /// statement saw them, in scope order (tombstones go silently). The
+    /// simulator judges the sweep by these records, not by its own view.
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError>;
 
     /// `in_progress` records with `locked_until <= now`, in scope order (by
     /// caller then key, bytewise), at most `limit`.
@@ -121,7 +123,7 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for std::sync::Arc<T> {
     async fn effects(&self, s: &Scope) -> Result<Vec<LocalEffect>, StoreError> {
         (**self).effects(s).await
     }
-    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<Scope>, StoreError> {
+    async fn sweep(&self, now: SimTime, window_ms: u64) -> Result<Vec<(Scope, Record)>, StoreError> {
         (**self).sweep(now, window_ms).await
     }
     async fn stale_in_progress(&self, now: SimTime, limit: usize) -> Result<Vec<(Scope, Record)>, StoreError> {

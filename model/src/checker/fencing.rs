@@ -7,6 +7,10 @@
 //! execution started with), not only by the attempt the write names: a
 //! completion that ignores its attempt ("unfenced") lands under the new
 //! holder's attempt, and is still a stale holder's write.
+//!
+//! A record is judged for its whole life: after it is released or swept,
+//! no write is accepted until a claim makes it again (a store whose
+//! update revives the row lets a stale holder's completion land there).
 
 use super::Lookup;
 use super::{Index, Property, RecordId, Violation};
@@ -19,6 +23,8 @@ use crate::ids::{Attempt, Scope};
 struct Lifetime {
     granted: Option<(Attempt, usize)>,
     started: Vec<(Attempt, usize)>,
+    /// Released or swept at this entry, and no claim since.
+    gone: Option<(usize, &'static str)>,
 }
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
@@ -33,6 +39,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
         match &entry.event {
             Event::Claimed { attempt, .. } => {
                 *granted = Some((*attempt, i));
+                life.gone = None;
             }
             Event::TakenOver { scope, attempt, .. } => {
                 if let Some((max, at)) = *granted {
@@ -71,20 +78,28 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
                 }
             }
             Event::RecoveryPointWritten { by, scope, attempt, .. } => {
-                stale(*granted, scope, writer(&held, by, record, *attempt), i, "recovery point", &mut out)
+                let w = writer(&held, by, record, *attempt);
+                after_gone(life.gone, scope, w, i, "recovery point", &mut out);
+                stale(life.granted, scope, w, i, "recovery point", &mut out)
             }
             Event::LocalEffectCommitted { by, scope, attempt, .. } => {
-                stale(*granted, scope, writer(&held, by, record, *attempt), i, "local effect", &mut out)
+                let w = writer(&held, by, record, *attempt);
+                after_gone(life.gone, scope, w, i, "local effect", &mut out);
+                stale(life.granted, scope, w, i, "local effect", &mut out)
             }
             Event::CompletionWritten { by, scope, attempt, .. } => {
-                stale(*granted, scope, writer(&held, by, record, *attempt), i, "completion", &mut out)
+                let w = writer(&held, by, record, *attempt);
+                after_gone(life.gone, scope, w, i, "completion", &mut out);
+                stale(life.granted, scope, w, i, "completion", &mut out)
             }
             Event::Released { by, scope, attempt } => {
-                stale(*granted, scope, writer(&held, by, record, *attempt), i, "release", &mut out);
-                *life = Lifetime::default();
+                let w = writer(&held, by, record, *attempt);
+                after_gone(life.gone, scope, w, i, "release", &mut out);
+                stale(life.granted, scope, w, i, "release", &mut out);
+                *life = Lifetime { gone: Some((i, "released")), ..Lifetime::default() };
             }
             Event::RecordSwept { .. } => {
-                *life = Lifetime::default();
+                *life = Lifetime { gone: Some((i, "swept")), ..Lifetime::default() };
             }
             _ => {}
         }
@@ -103,6 +118,27 @@ struct Written {
 fn writer(held: &Lookup<(&Origin, RecordId), Attempt>, by: &Origin, record: RecordId, named: Attempt) -> Written {
     let holds = held.get(&(by, record)).copied().unwrap_or(named);
     Written { named, held: holds.min(named) }
+}
+
+/// A write accepted on a record that was released or swept, before any
+/// claim made it again: the store revived a row it had let go.
+fn after_gone(
+    gone: Option<(usize, &'static str)>,
+    scope: &Scope,
+    written: Written,
+    i: usize,
+    what: &str,
+    out: &mut Vec<Violation>,
+) {
+    let Some((at, how)) = gone else { return };
+    out.push(Violation::new(
+        Property::Fencing,
+        vec![at, i],
+        format!(
+            "{what} of {scope} by attempt {} was accepted after the record was {how} at #{at}, with no claim since: a write on a record that is gone must be fenced",
+            written.held
+        ),
+    ));
 }
 
 fn stale(
@@ -220,6 +256,31 @@ mod tests {
         s.claimed(by(2, 1), &scope(), "g");
         s.completed(by(2, 1), &scope(), 1, ok("x"));
         assert!(judge(&s.history).is_empty());
+    }
+
+    #[test]
+    fn a_completion_accepted_after_a_release_or_a_sweep_is_a_violation() {
+        for (gone, how) in [
+            (Event::Released { by: by(1, 1), scope: scope(), attempt: crate::Attempt(1) }, "released"),
+            (
+                Event::RecordSwept {
+                    scope: scope(),
+                    created_at: crate::SimTime(0),
+                    completed: true,
+                    as_of: Some(crate::SimTime(10)),
+                },
+                "swept",
+            ),
+        ] {
+            let mut s = Story::new();
+            s.claimed(by(1, 1), &scope(), "f");
+            let at = s.at(crate::NodeId::Db, gone);
+            let late = s.completed(by(1, 1), &scope(), 1, ok("late"));
+            let v = judge(&s.history);
+            assert_eq!(v.len(), 1, "{v:?}");
+            assert_eq!(v[0].events, vec![at, late]);
+            assert!(v[0].explanation.contains(&format!("after the record was {how}")), "{}", v[0]);
+        }
     }
 
     /// A holder of a released record that starts late, then a new record

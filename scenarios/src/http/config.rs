@@ -181,7 +181,10 @@ mod tests {
             tenant_values: [("globex".to_string(), "session=9f2c".to_string())].into(),
             ..HttpConfig::default()
         };
-        assert_eq!((c.tenant_header_value("acme"), c.tenant_header_value("globex")), ("Bearer acme".into(), "session=9f2c".into()));
+        assert_eq!(
+            (c.tenant_header_value("acme"), c.tenant_header_value("globex")),
+            ("Bearer acme".into(), "session=9f2c".into())
+        );
         assert_eq!(c.preflight_request(), Some(("POST".into(), "/charges".into(), true)));
         let health = HttpConfig { preflight: Some("GET /health".into()), ..HttpConfig::default() };
         assert_eq!(health.preflight_request(), Some(("GET".into(), "/health".into(), false)));

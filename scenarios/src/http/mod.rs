@@ -522,7 +522,8 @@ async fn late_replays(
         let request = sent[op];
         if request.key.is_some() && distinct.insert(request) {
             next += 1;
-            let late = PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None };
+            let late =
+                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None };
             ops.push((late, 0));
         }
     }
@@ -533,7 +534,8 @@ async fn late_replays(
         let called_ms = reference_of(&request.body).and_then(|r| calls_end.get(r.as_str()).copied()).unwrap_or(0);
         if request.key.is_some() && distinct.insert(request) {
             next += 1;
-            let probe = PlannedOp { op: OpId(next), request: request.clone(), attack: "late-probe", fault: Fault::None };
+            let probe =
+                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-probe", fault: Fault::None };
             ops.push((probe, (*first_ms).max(called_ms).saturating_add(after_ms)));
         }
     }
@@ -585,12 +587,7 @@ async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
     for (tenant, method, path, key) in slots {
         let url = url.replace("{key}", &key).replace("{tenant}", &tenant);
         let url = if url.starts_with("http") { url } else { format!("{}{url}", target.base) };
-        let get = target
-            .http
-            .get(&url)
-            .header(&target.tenant_header, target.tenant_header_value(&tenant))
-            .send()
-            .await;
+        let get = target.http.get(&url).header(&target.tenant_header, target.tenant_header_value(&tenant)).send().await;
         let Ok(answer) = get else { continue };
         let Ok(list) = answer.json::<Vec<serde_json::Value>>().await else { continue };
         listed = true;

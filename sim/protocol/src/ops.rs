@@ -120,8 +120,11 @@ pub enum StoreReply {
     Write(WriteOutcome),
     /// Of a read.
     Record(Option<Record>),
-    /// Of a sweep: the swept records.
-    Scopes(Vec<Scope>),
+    /// Of a sweep: the swept records, as the store deleted them.
+    Swept(Vec<(Scope, Record)>),
+    /// Of a deletion of an in-progress record: the record as read just
+    /// before, and the release's outcome.
+    Deleted(Option<Record>, WriteOutcome),
     /// Of a scan for stale records.
     Stale(Vec<(Scope, Record)>),
     /// Of an outbox scan.
@@ -171,11 +174,13 @@ impl StoreOp {
             StoreOp::Complete { scope, attempt, completion } => {
                 store.complete(scope, *attempt, completion).await.map(StoreReply::Write)
             }
-            StoreOp::Release { scope, attempt } | StoreOp::DeleteInProgress { scope, attempt } => {
-                store.release(scope, *attempt).await.map(StoreReply::Write)
-            }
+            StoreOp::Release { scope, attempt } => store.release(scope, *attempt).await.map(StoreReply::Write),
+            StoreOp::DeleteInProgress { scope, attempt } => match store.read(scope).await {
+                Ok(before) => store.release(scope, *attempt).await.map(|w| StoreReply::Deleted(before, w)),
+                Err(e) => Err(e),
+            },
             StoreOp::Read { scope } => store.read(scope).await.map(StoreReply::Record),
-            StoreOp::Sweep { now, window_ms } => store.sweep(*now, *window_ms).await.map(StoreReply::Scopes),
+            StoreOp::Sweep { now, window_ms } => store.sweep(*now, *window_ms).await.map(StoreReply::Swept),
             StoreOp::StaleInProgress { now, limit } => {
                 store.stale_in_progress(*now, *limit).await.map(StoreReply::Stale)
             }
@@ -187,8 +192,9 @@ impl StoreOp {
     }
 
     /// What the history records of this operation's result, by `by`.
-    /// Reads, scans and sweeps record nothing here (a sweep's events need
-    /// the record's age, which only the environment knows).
+    /// Reads, scans and sweeps record nothing here (the environment
+    /// records a sweep's events, from the records the store returned, as
+    /// the sweeper's).
     pub fn events(&self, by: Origin, reply: &StoreReply) -> Vec<Event> {
         let mut events = Vec::new();
         self.each_event(by, reply, |event| events.push(event));

@@ -19,7 +19,7 @@ pub(crate) enum Outcome {
     Write(WriteOutcome),
     Record(Option<Record>),
     Effects(Vec<LocalEffect>),
-    Scopes(Vec<Scope>),
+    Swept(Vec<(Scope, Record)>),
     Stale(Vec<(Scope, Record)>),
     Outbox(Vec<OutboxEntry>),
     Found(bool),
@@ -86,7 +86,7 @@ impl Stats {
             Outcome::Takeover(Takeover::Granted(_)) => self.takeovers_granted += 1,
             Outcome::Takeover(Takeover::Refused(_)) => self.takeovers_refused += 1,
             Outcome::Write(WriteOutcome::Fenced) => self.writes_fenced += 1,
-            Outcome::Scopes(s) if !s.is_empty() => self.sweeps_deleting += 1,
+            Outcome::Swept(s) if !s.is_empty() => self.sweeps_deleting += 1,
             Outcome::Stale(s) if !s.is_empty() => self.stale_found += 1,
             Outcome::Found(true) => self.messages_published += 1,
             _ => {}
@@ -134,7 +134,9 @@ pub(crate) async fn run_case(store: &dyn IdempotencyStore, ops: &[Op], op_timeou
                 let again = *messages > 0 && swept.contains(&scopes()[*scope]);
                 run.stats.recompleted_after_sweep += u64::from(again);
             }
-            (Step::Op(Op::Sweep { .. }), Outcome::Scopes(deleted)) => swept.extend(deleted.iter().cloned()),
+            (Step::Op(Op::Sweep { .. }), Outcome::Swept(deleted)) => {
+                swept.extend(deleted.iter().map(|(s, _)| s.clone()))
+            }
             _ => {}
         }
     }
@@ -208,7 +210,7 @@ impl Clock {
             Op::Release { scope, attempt: a } => Outcome::Write(m.release(&all[*scope], attempt(*a))),
             Op::Read { scope } => Outcome::Record(m.read(&all[*scope])),
             Op::Effects { scope } => Outcome::Effects(m.effects(&all[*scope])),
-            Op::Sweep { window_ms } => Outcome::Scopes(m.sweep(now, *window_ms)),
+            Op::Sweep { window_ms } => Outcome::Swept(m.sweep(now, *window_ms)),
             Op::StaleInProgress { limit } => Outcome::Stale(m.stale_in_progress(now, *limit)),
             Op::OutboxPending { limit } => Outcome::Outbox(m.outbox_pending(*limit)),
             Op::MarkPublished { pick } => Outcome::Found(m.outbox_mark_published(&self.pick(*pick))),
@@ -242,7 +244,7 @@ impl Clock {
             Op::Release { scope, attempt: a } => Outcome::Write(s.release(&all[*scope], attempt(*a)).await?),
             Op::Read { scope } => Outcome::Record(s.read(&all[*scope]).await?),
             Op::Effects { scope } => Outcome::Effects(s.effects(&all[*scope]).await?),
-            Op::Sweep { window_ms } => Outcome::Scopes(s.sweep(now, *window_ms).await?),
+            Op::Sweep { window_ms } => Outcome::Swept(s.sweep(now, *window_ms).await?),
             Op::StaleInProgress { limit } => Outcome::Stale(s.stale_in_progress(now, *limit).await?),
             Op::OutboxPending { limit } => Outcome::Outbox(s.outbox_pending(*limit).await?),
             Op::MarkPublished { pick } => Outcome::Found(s.outbox_mark_published(&self.pick(*pick)).await?),
@@ -272,8 +274,7 @@ pub(crate) fn show(o: &Outcome) -> String {
         Outcome::Write(w) => format!("{w:?}"),
         Outcome::Record(r) => r.as_ref().map_or("none".into(), show_record),
         Outcome::Effects(e) => format!("{:?}", e.iter().map(|e| e.id.as_str()).collect::<Vec<_>>()),
-        Outcome::Scopes(s) => format!("{:?}", s.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
-        Outcome::Stale(s) => {
+        Outcome::Swept(s) | Outcome::Stale(s) => {
             format!("{:?}", s.iter().map(|(s, r)| format!("{s}: {}", show_record(r))).collect::<Vec<_>>())
         }
         Outcome::Outbox(o) => format!("{:?}", o.iter().map(|e| e.message.id.0.as_str()).collect::<Vec<_>>()),
