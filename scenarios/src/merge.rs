@@ -34,6 +34,22 @@ struct Report {
     version: Option<String>,
     #[serde(default)]
     interrupted: bool,
+    /// Set on a merged report: whether it covered its whole sweep.
+    #[serde(default)]
+    complete: Option<bool>,
+    /// Set on a merged report: what it covered.
+    #[serde(default)]
+    covered: Option<String>,
+    #[serde(default)]
+    failures_total: Option<u64>,
+}
+
+/// What a merge found.
+pub struct Merged {
+    /// No property violated in the seeds run.
+    pub clean: bool,
+    /// Why the merged report does not cover its whole sweep, if it does not.
+    pub incomplete: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -49,8 +65,8 @@ fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
 }
 
 /// Reads, checks and merges the reports; prints the merged one and says
-/// whether it is clean.
-pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<bool, String> {
+/// whether it is clean and complete.
+pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<Merged, String> {
     let mut reports = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
@@ -89,6 +105,7 @@ pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<bo
         add(&mut faults, &r.fault_classes);
     }
     let mut failures: Vec<Value> = reports.iter().flat_map(|r| r.failures.clone()).collect();
+    let failures_total: u64 = reports.iter().map(|r| r.failures_total.unwrap_or(r.failures.len() as u64)).sum();
     failures.sort_by_key(|f| f["seed"].as_u64().unwrap_or(u64::MAX));
     failures.truncate(crate::sweep::FAILURES_KEPT);
     let divergence = reports.iter().find_map(|r| r.divergence.clone());
@@ -100,8 +117,10 @@ pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<bo
         "shard": null, "merged_from": files.len(),
         "complete": coverage.complete, "covered": coverage.text,
         "seeds_run": seeds_run, "seeds_failed": seeds_failed,
+        "interrupted": reports.iter().any(|r| r.interrupted),
         "clean": seeds_failed == 0 && divergence.is_none(),
-        "violations_by_property": by_property, "failures": failures,
+        "violations_by_property": by_property,
+        "failures_total": failures_total, "failures_shown": failures.len(), "failures": failures,
         "coverage_seeds": coverage_seeds, "coverage_total": coverage_total, "fault_classes": faults,
         "faults_not_applied": not_applied,
         "events": reports.iter().map(|r| r.events).sum::<u64>(),
@@ -114,7 +133,8 @@ pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<bo
         text(&merged, out)
     };
     written.map_err(|e| e.to_string())?;
-    Ok(merged["clean"] == true)
+    let incomplete = (!coverage.complete).then(|| coverage.text.clone());
+    Ok(Merged { clean: merged["clean"] == true, incomplete })
 }
 
 /// What a set of reports covers.
@@ -130,7 +150,19 @@ struct Coverage {
 fn covered(files: &[PathBuf], reports: &[Report]) -> Result<Coverage, String> {
     let shards: Vec<Option<(u64, u64)>> =
         reports.iter().map(|r| r.shard.as_deref().map(crate::shard::parse).transpose()).collect::<Result<_, _>>()?;
-    let interrupted = reports.iter().zip(files).find(|(r, _)| r.interrupted).map(|(_, f)| f.display().to_string());
+    // Every input that did not cover what it was asked: interrupted, or
+    // itself an incomplete merge.
+    let short: Vec<String> = reports
+        .iter()
+        .zip(files)
+        .filter_map(|(r, f)| match (r.interrupted, r.complete) {
+            (true, _) => Some(format!("{} was interrupted", f.display())),
+            (false, Some(false)) => {
+                Some(format!("{} is an incomplete merge ({})", f.display(), r.covered.as_deref().unwrap_or("?")))
+            }
+            _ => None,
+        })
+        .collect();
     let coverage = match shards.iter().all(Option::is_some) {
         true => shard_coverage(files, reports, &shards)?,
         false if shards.iter().any(Option::is_some) => {
@@ -140,9 +172,9 @@ fn covered(files: &[PathBuf], reports: &[Report]) -> Result<Coverage, String> {
         }
         false => range_coverage(files, reports)?,
     };
-    Ok(match interrupted {
-        Some(file) => Coverage { complete: false, text: format!("{} ({file} was interrupted)", coverage.text) },
-        None => coverage,
+    Ok(match short.is_empty() {
+        true => coverage,
+        false => Coverage { complete: false, text: format!("{} ({})", coverage.text, short.join("; ")) },
     })
 }
 

@@ -339,6 +339,44 @@ fn merge_refuses_duplicates_and_says_what_is_missing() {
     let ran = idemsim(&["merge", &one, &two, &three], Duration::from_secs(60));
     assert!(ran.out.contains("INCOMPLETE: covers 3 of 4 shards of seeds 0..40; missing: 4/4"), "{}", ran.out);
     assert!(ran.out.contains("coverage"), "{}", ran.out);
+    // A gate never passes with a shard missing: the report, then one line
+    // and exit 2.
+    assert_eq!(ran.code, 2, "{}", ran.err);
+    assert_eq!(messages(&ran.err).len(), 1, "{}", ran.err);
+    assert!(ran.err.contains("incomplete"), "{}", ran.err);
+    // An incomplete merged report stays incomplete when merged again, and
+    // a merged JSON says how many failures it had and shows.
+    let partial = idemsim(&["merge", &one, &two, &three, "--json"], Duration::from_secs(60));
+    let partial_path = scratch("partial.json");
+    std::fs::write(&partial_path, &partial.out).unwrap();
+    let merged: serde_json::Value = serde_json::from_str(&partial.out).unwrap();
+    assert!(merged["failures_total"].is_u64() && merged["failures_shown"].is_u64(), "{}", partial.out);
+    let more = idemsim(&["run", "--seeds", "40..50", "--json", "--jobs", "1"], Duration::from_secs(60));
+    let more_path = scratch("more.json");
+    std::fs::write(&more_path, more.out).unwrap();
+    let again =
+        idemsim(&["merge", partial_path.to_str().unwrap(), more_path.to_str().unwrap()], Duration::from_secs(60));
+    assert_eq!(again.code, 2, "{}{}", again.out, again.err);
+    assert!(again.out.contains("is an incomplete merge"), "{}", again.out);
+    // Every interrupted input is named.
+    let interrupted = |path: &str| {
+        let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        r["interrupted"] = serde_json::Value::Bool(true);
+        let to = format!("{path}.interrupted.json");
+        std::fs::write(&to, r.to_string()).unwrap();
+        to
+    };
+    let four = shard(4);
+    let (a, b) = (interrupted(&one), interrupted(&two));
+    let ran = idemsim(&["merge", &a, &b, &three, &four], Duration::from_secs(60));
+    assert_eq!(ran.code, 2, "{}{}", ran.out, ran.err);
+    assert!(
+        ran.out.contains(&format!("{a} was interrupted")) && ran.out.contains(&format!("{b} was interrupted")),
+        "{}",
+        ran.out
+    );
+    let whole = idemsim(&["merge", &one, &two, &three, &four], Duration::from_secs(60));
+    assert_eq!(whole.code, 0, "{}{}", whole.out, whole.err);
     let other =
         idemsim(&["run", "--seeds", "0..80", "--shard", "4/4", "--json", "--jobs", "1"], Duration::from_secs(60));
     let other_path = scratch("other.json");

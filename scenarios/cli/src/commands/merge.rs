@@ -14,8 +14,18 @@ pub struct Args {
     json: bool,
 }
 
-/// Merges the reports; exit 0 when the merged report is clean.
+/// Merges the reports: exit 1 when a property was violated, 2 (after the
+/// report) when the reports do not cover their whole sweep, so a gate
+/// never passes with a shard missing, else 0.
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let clean = idemsim::merge::merge(&args.files, args.json, out)?;
-    Ok(if clean { EXIT_CLEAN } else { EXIT_VIOLATION })
+    let merged = idemsim::merge::merge(&args.files, args.json, out)?;
+    if !merged.clean {
+        return Ok(EXIT_VIOLATION);
+    }
+    match merged.incomplete {
+        Some(why) => {
+            Err(format!("the merged report is incomplete: it covers {why}; no property was violated in what it covers"))
+        }
+        None => Ok(EXIT_CLEAN),
+    }
 }
