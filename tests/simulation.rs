@@ -232,6 +232,11 @@ fn a_store_that_waits_runs_clean_through_database_crashes() {
     let report = report.unwrap();
     assert_eq!(report.seeds_failed, 0, "{:?}", report.failures.first().map(|f| (&f.error, &f.violations)));
     assert_eq!(report.fault_classes.get("db-crash"), Some(&20), "every seed crashes the database");
+    // The classes counted are what happened, not what the profile allows:
+    // a calm profile's runs report none.
+    let config = SimConfig { faults: FaultSettings::Pinned(FaultProfile::calm()), ..SimConfig::default() };
+    let calm = sweep(&SweepSpec { config, ..spec(Variant::Correct, StoreKind::Mem, 0..5) }, &|_| {}).unwrap();
+    assert!(calm.fault_classes.is_empty(), "{:?}", calm.fault_classes);
 }
 
 /// A store that never answers a read fails the run, naming the store and

@@ -580,7 +580,42 @@ impl Origin {
     }
 }
 
+impl Fault {
+    /// The class of fault, as summaries name it.
+    pub fn class(&self) -> Option<&'static str> {
+        Some(match self {
+            Fault::Dropped { .. } => "drop",
+            Fault::Duplicated { .. } => "duplicate",
+            Fault::Partitioned { .. } => "partition",
+            Fault::Crashed { node: NodeId::Db } => "db-crash",
+            Fault::Crashed { node: NodeId::Server(_) } => "server-crash",
+            Fault::Crashed { .. } => "crash",
+            Fault::Paused { .. } => "pause",
+            Fault::ClockSkewed { .. } => "skew",
+            Fault::UnsyncedWritesLost { .. } => "lost-writes",
+            Fault::Restarted { .. } | Fault::Resumed { .. } | Fault::Reconnected { .. } | Fault::PartitionsHealed => {
+                return None
+            }
+        })
+    }
+}
+
 impl History {
+    /// The classes of fault that happened in this run (not the ones the
+    /// profile allowed), in a fixed order, each once.
+    pub fn fault_classes(&self) -> Vec<&'static str> {
+        let mut seen: Vec<&'static str> = Vec::new();
+        for entry in &self.entries {
+            if let Event::Fault(f) = &entry.event {
+                if let Some(class) = f.class().filter(|c| !seen.contains(c)) {
+                    seen.push(class);
+                }
+            }
+        }
+        seen.sort_unstable();
+        seen
+    }
+
     /// An empty history with these settings.
     pub fn new(meta: RunMeta) -> History {
         History { meta, entries: Vec::new() }

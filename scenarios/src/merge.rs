@@ -242,7 +242,9 @@ fn text(m: &Value, out: &mut dyn Write) -> std::io::Result<()> {
         true => writeln!(out, "  covers {covered}")?,
         false => writeln!(out, "  INCOMPLETE: covers {covered} only")?,
     }
-    writeln!(out, "  {} seeds, {} events", m["seeds_run"], m["events"])?;
+    let count = |field: &str| m[field].as_u64().unwrap_or(0);
+    let plural = crate::report::plural;
+    writeln!(out, "  {}, {}", plural(count("seeds_run"), "seed"), plural(count("events"), "event"))?;
     writeln!(out, "  coverage (seeds where it happened):")?;
     if let Some(seeds) = m["coverage_seeds"].as_object() {
         for (name, n) in seeds {
@@ -250,9 +252,9 @@ fn text(m: &Value, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     if m["clean"] == true {
-        return writeln!(out, "CLEAN: no property violated in {} seeds", m["seeds_run"]);
+        return writeln!(out, "CLEAN: no property violated in {}", plural(count("seeds_run"), "seed"));
     }
-    writeln!(out, "FAIL: {} of {} seeds violate a property", m["seeds_failed"], m["seeds_run"])?;
+    writeln!(out, "FAIL: {} of {} violate a property", m["seeds_failed"], plural(count("seeds_run"), "seed"))?;
     if let Some(f) = m["failures"].as_array().and_then(|a| a.first()) {
         writeln!(out, "first failing seed: {}", f["seed"])?;
         writeln!(out, "reproduce: {}", f["replay"].as_str().unwrap_or("?"))?;

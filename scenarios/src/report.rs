@@ -111,15 +111,15 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
     )?;
     writeln!(
         out,
-        "  {} seeds in {:.2} s: {:.0} seeds/s, {} events",
-        r.seeds_run,
+        "  {} in {:.2} s: {:.0} seeds/s, {}",
+        plural(r.seeds_run, "seed"),
         r.elapsed.as_secs_f64(),
         r.seeds_per_sec(),
-        r.events
+        plural(r.events, "event")
     )?;
-    writeln!(out, "  fault classes drawn (seeds): {}", join_counts(&r.fault_classes))?;
+    writeln!(out, "  faults that happened (seeds): {}", join_counts(&r.fault_classes))?;
     for (why, seeds) in &r.not_applied {
-        writeln!(out, "  NOT APPLIED in {seeds} seeds: {why}")?;
+        writeln!(out, "  NOT APPLIED in {}: {why}", plural(*seeds, "seed"))?;
     }
     let o = &r.coverage_total.outcomes;
     writeln!(
@@ -146,18 +146,22 @@ pub fn sweep_text(ctx: &Context<'_>, r: &SweepReport, out: &mut dyn Write) -> io
         writeln!(out, "determinism: {} seeds run twice, identical", r.seeds_run)?;
     }
     if r.interrupted {
-        writeln!(out, "INTERRUPTED (Ctrl-C) after {} seeds: the figures cover those seeds only", r.seeds_run)?;
+        writeln!(
+            out,
+            "INTERRUPTED (Ctrl-C) after {}: the figures cover those seeds only",
+            plural(r.seeds_run, "seed")
+        )?;
     }
     if r.seeds_failed == 0 {
-        writeln!(out, "CLEAN: no property violated in {} seeds", r.seeds_run)?;
+        writeln!(out, "CLEAN: no property violated in {}", plural(r.seeds_run, "seed"))?;
         return Ok(());
     }
-    writeln!(out, "FAIL: {} of {} seeds violate a property", r.seeds_failed, r.seeds_run)?;
+    writeln!(out, "FAIL: {} of {} violate a property", r.seeds_failed, plural(r.seeds_run, "seed"))?;
     for (property, seeds) in &r.violations_by_property {
-        writeln!(out, "    {:<20} {seeds} seeds", property.name())?;
+        writeln!(out, "    {:<20} {}", property.name(), plural(*seeds, "seed"))?;
     }
     if r.seeds_errored > 0 {
-        writeln!(out, "    {:<20} {} seeds", "run errors", r.seeds_errored)?;
+        writeln!(out, "    {:<20} {}", "run errors", plural(r.seeds_errored, "seed"))?;
     }
     let Some(first) = r.failures.first() else { return Ok(()) };
     writeln!(out, "first failing seed: {}", first.seed)?;
@@ -250,8 +254,8 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
         ctx.subject.store_name(),
         o.seed
     )?;
-    let active = o.profile.active();
-    writeln!(out, "fault classes: {}", if active.is_empty() { "none".into() } else { active.join(", ") })?;
+    let happened = o.history.fault_classes();
+    writeln!(out, "faults that happened: {}", if happened.is_empty() { "none".into() } else { happened.join(", ") })?;
     out.write_all(idemsim_sim::timeline::render(&o.history).as_bytes())?;
     if let Some(e) = &o.error {
         writeln!(out, "RUN ERROR: {e}")?;
@@ -266,9 +270,9 @@ pub fn replay_text(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
     let verdict = if o.failed() { "FAIL" } else { "CLEAN" };
     writeln!(
         out,
-        "{verdict}: {} violations, {} events, trace hash {}",
-        o.violations.len(),
-        o.history.entries.len(),
+        "{verdict}: {}, {}, trace hash {}",
+        plural(o.violations.len() as u64, "violation"),
+        plural(o.history.entries.len() as u64, "event"),
         trace_hash(&o.history)
     )
 }
@@ -297,8 +301,11 @@ pub fn replay_json(ctx: &Context<'_>, o: &RunOutcome, out: &mut dyn Write) -> io
 pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "idemsim stress: store {}, seed {}, {} clients, {} requests",
-        r.store, r.seed, r.clients, r.requests
+        "idemsim stress: store {}, seed {}, {}, {}",
+        r.store,
+        r.seed,
+        plural(r.clients as u64, "client"),
+        plural(r.requests as u64, "request")
     )?;
     if r.interrupted {
         writeln!(out, "  INTERRUPTED (Ctrl-C): the verdict covers the requests sent before it")?;
@@ -329,7 +336,7 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
     for v in &r.violations {
         *by.entry(v.property.name()).or_default() += 1;
     }
-    writeln!(out, "FAIL: {} violations", r.violations.len())?;
+    writeln!(out, "FAIL: {}", plural(r.violations.len() as u64, "violation"))?;
     for (p, n) in by {
         writeln!(out, "    {p:<20} {n}")?;
     }
@@ -339,8 +346,9 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
     Ok(())
 }
 
-/// `1 job`, `2 jobs`.
-fn plural(n: u64, word: &str) -> String {
+/// `1 job`, `2 jobs`: every count a report prints with its noun.
+pub fn plural(n: impl Into<u64>, word: &str) -> String {
+    let n: u64 = n.into();
     match n {
         1 => format!("1 {word}"),
         _ => format!("{n} {word}s"),

@@ -155,7 +155,7 @@ impl SweepReport {
             *self.coverage_seeds.entry(name.to_string()).or_default() += u64::from(value > 0);
         }
         self.coverage_total.add(&outcome.coverage);
-        for class in outcome.profile.active() {
+        for class in outcome.history.fault_classes() {
             *self.fault_classes.entry(class.to_string()).or_default() += 1;
         }
         if keep_hash {

@@ -261,6 +261,18 @@ fn ctrl_c_and_sigterm_stop_every_long_command_with_130_and_its_report() {
     assert_eq!(report["interrupted"], true);
 }
 
+/// Counts agree with their nouns: "1 seed", never "1 seeds".
+#[test]
+fn one_of_a_thing_is_said_in_the_singular() {
+    let ran = idemsim(&["run", "--seeds", "0..1", "--jobs", "1"], Duration::from_secs(60));
+    assert_eq!(ran.code, 0, "{}", ran.err);
+    assert!(ran.out.contains("(1 job)") && ran.out.contains("no property violated in 1 seed\n"), "{}", ran.out);
+    let ran = idemsim(&["replay", "--variant", "unfenced-completion", "--seed", "15"], Duration::from_secs(60));
+    for wrong in ["1 seeds", "1 jobs", "1 violations", "1 clients", "1 events"] {
+        assert!(!ran.out.contains(wrong), "{wrong}: {}", ran.out);
+    }
+}
+
 #[test]
 fn the_whole_seed_range_starts_at_once_in_constant_memory() {
     let args = ["run", "--seeds", "0..18446744073709551615", "--shard", "1/1000000000000", "--jobs", "1"];

@@ -2,6 +2,7 @@
 //! numbered story per violation.
 
 use super::{counts, HttpReport};
+use crate::report::plural;
 use idemsim_model::outside::{OutsideVerdict, Seen};
 use idemsim_model::{OpId, Violation};
 use std::collections::BTreeMap;
@@ -87,25 +88,25 @@ fn cut(s: &str, max: usize) -> String {
 pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "idemsim http: {} (seed {}, run tag {}): {} operations, {} sends in {:.1} s",
+        "idemsim http: {} (seed {}, run tag {}): {}, {} in {:.1} s",
         r.target,
         r.seed,
         r.tag,
-        r.operations,
-        r.sends,
+        plural(r.operations as u64, "operation"),
+        plural(r.sends as u64, "send"),
         r.elapsed_ms as f64 / 1000.0
     )?;
     let attacks: Vec<String> = r.attacks.iter().map(|(k, v)| format!("{k} {v}")).collect();
     writeln!(out, "  attacks:  {}", attacks.join(", "))?;
     let answers: Vec<String> = r.answers.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-    writeln!(out, "  answers:  {}; {} operation(s) gave up", answers.join(", "), r.gave_up)?;
+    writeln!(out, "  answers:  {}; {} gave up", answers.join(", "), plural(r.gave_up as u64, "operation"))?;
     writeln!(out, "  properties:")?;
     for j in &r.verdict.judged {
         let found = r.verdict.violations.iter().filter(|v| v.property == j.property).count();
         match (&j.not_judged, found) {
             (Some(why), _) => writeln!(out, "    {:<16} not judged: {why}", j.property.name())?,
             (None, 0) => writeln!(out, "    {:<16} PASS", j.property.name())?,
-            (None, n) => writeln!(out, "    {:<16} FAIL  {n} violation(s)", j.property.name())?,
+            (None, n) => writeln!(out, "    {:<16} FAIL  {}", j.property.name(), plural(n as u64, "violation"))?,
         }
     }
     let unjudged: Vec<String> = r.verdict.unjudged.iter().map(|(k, v)| format!("{k} x{v}")).collect();
@@ -123,9 +124,9 @@ pub fn text(r: &HttpReport, reproduce: &str, out: &mut dyn Write) -> std::io::Re
     let groups = by_cause(r);
     writeln!(
         out,
-        "VIOLATIONS: {} in {} group(s) by cause, largest first (--json lists every one):",
+        "VIOLATIONS: {} in {} by cause, largest first (--json lists every one):",
         r.verdict.violations.len(),
-        groups.len()
+        plural(groups.len() as u64, "group")
     )?;
     for (n, g) in groups.iter().enumerate() {
         let v = &r.verdict.violations[g.first];

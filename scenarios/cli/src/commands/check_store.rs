@@ -3,6 +3,7 @@
 
 use crate::args::{StoreArgs, MAX_REQUESTS};
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
+use idemsim::report::plural;
 use idemsim::stress::{stress, StressSpec, MAX_CLIENTS};
 use idemsim::target::StoreTarget;
 use std::io::Write;
@@ -48,8 +49,10 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             let s = &verdict.stats;
             let _ = writeln!(
                 out,
-                "  conformance  PASS  {} cases, {} operations (seed {})",
-                verdict.cases, s.ops, verdict.seed
+                "  conformance  PASS  {}, {} (seed {})",
+                plural(verdict.cases, "case"),
+                plural(s.ops, "operation"),
+                verdict.seed
             );
             true
         }
@@ -79,14 +82,16 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         (false, false) => "FAIL",
     };
     let planned = match report.interrupted {
-        true => format!("{} sends of {} planned requests", report.sends, report.requests),
-        false => format!("{} requests", report.requests),
+        true => {
+            format!("{} of {} planned", plural(report.sends as u64, "send"), plural(report.requests as u64, "request"))
+        }
+        false => plural(report.requests as u64, "request"),
     };
     let _ = writeln!(
         out,
-        "  stress       {mark}  {planned}, {} clients, {} violations, {:.0} sends/s (seed {})",
-        report.clients,
-        report.violations.len(),
+        "  stress       {mark}  {planned}, {}, {}, {:.0} sends/s (seed {})",
+        plural(report.clients as u64, "client"),
+        plural(report.violations.len() as u64, "violation"),
         report.requests_per_sec,
         report.seed
     );
