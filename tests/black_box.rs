@@ -252,6 +252,56 @@ fn a_60_s_lease_without_fencing_is_caught_with_lease_ms_alone() {
     assert!(judged(&report, "progress"), "{text}");
 }
 
+/// A service of one's own that stores its validation error (400) and
+/// replays it re-encoded (another JSON serialiser on the way out): the
+/// corrected request is refused with other bytes than the first 400.
+struct StoredRefusalReencoded;
+
+#[idemsim::prelude::async_trait]
+impl Protocol for StoredRefusalReencoded {
+    fn name(&self) -> String {
+        "stored-refusal-reencoded".into()
+    }
+
+    async fn reject_invalid(
+        &self,
+        env: &dyn idemsim::protocol::Env,
+        scope: &idemsim::model::Scope,
+        attempt: idemsim::model::Attempt,
+        reply: &idemsim::protocol::Reply,
+    ) {
+        idemsim::protocol::broken::ValidationStored.reject_invalid(env, scope, attempt, reply).await
+    }
+
+    fn replay(&self, stored: StoredResponse) -> StoredResponse {
+        let body = stored.body.lossy().replace(':', ": ");
+        StoredResponse::new(stored.status, &body)
+    }
+}
+
+/// A stored 4xx replayed in other bytes is judged as the stored refusal it
+/// is, not only a byte-for-byte copy of the first.
+#[test]
+fn a_stored_400_replayed_in_other_bytes_is_caught() {
+    let provider = free_port();
+    let spec = ServeSpec {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        provider: Some(format!("http://127.0.0.1:{provider}")),
+        ..ServeSpec::default()
+    };
+    let service = start(&spec, &StoreTarget::Mem, Arc::new(StoredRefusalReencoded)).unwrap();
+    let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "40"]);
+    service.stop().unwrap();
+    assert_eq!(code, EXIT_VIOLATION, "{text}");
+    let found = report["verdict"]["violations"].as_array().unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|v| v["property"] == "status-rules" && v["explanation"].as_str().unwrap().contains("got 400 again")),
+        "{text}"
+    );
+}
+
 /// The request whose record a success answer was: the request whose `ref`
 /// the charge quoted in the answer was made for. Read from the trace alone,
 /// as a person checking a verdict would.

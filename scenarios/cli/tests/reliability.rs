@@ -261,6 +261,25 @@ fn ctrl_c_and_sigterm_stop_every_long_command_with_130_and_its_report() {
     assert_eq!(report["interrupted"], true);
 }
 
+/// A stdout that cannot be written (a full disk) loses the report, not
+/// what it found: one line naming stdout, with the reproduce line, and a
+/// violation still exits 1; a clean sweep's lost report exits 2.
+#[test]
+fn an_unwritable_stdout_keeps_the_verdict_and_the_reproduce_line() {
+    for (args, code) in
+        [(vec!["run", "--variant", "unfenced-completion", "--seeds", "0..20"], 1), (vec!["run", "--seeds", "0..2"], 2)]
+    {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let child = Command::new(BIN).args(&args).stdout(full).stderr(Stdio::piped()).spawn().unwrap();
+        let ran = finish(child, Duration::from_secs(60), &args);
+        assert_eq!(ran.code, code, "{args:?}: {}", ran.err);
+        let lines = messages(&ran.err);
+        assert_eq!(lines.len(), 1, "{args:?}: {}", ran.err);
+        assert!(lines[0].contains("cannot write the report to stdout"), "{}", ran.err);
+        assert_eq!(lines[0].contains("reproduce: "), code == 1, "{}", ran.err);
+    }
+}
+
 /// Counts agree with their nouns: "1 seed", never "1 seeds".
 #[test]
 fn one_of_a_thing_is_said_in_the_singular() {

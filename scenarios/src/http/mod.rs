@@ -135,7 +135,7 @@ pub struct Recorder {
 }
 
 /// A target that refused every connection for this long has stopped.
-const DOWN_AFTER_MS: u64 = 5_000;
+pub const DOWN_AFTER_MS: u64 = 5_000;
 
 /// Why a run stopped when the target went away.
 pub const TARGET_DOWN: &str = "the target stopped answering (connections refused for 5 s)";

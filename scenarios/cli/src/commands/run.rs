@@ -86,10 +86,23 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         file: args.target.file.as_deref(),
         all: false,
     };
-    if args.json {
-        idemsim::report::sweep_json(&ctx, &report, out).map_err(|e| e.to_string())?;
-    } else {
-        idemsim::report::sweep_text(&ctx, &report, out).map_err(|e| e.to_string())?;
+    let written = match args.json {
+        true => idemsim::report::sweep_json(&ctx, &report, out),
+        false => idemsim::report::sweep_text(&ctx, &report, out),
+    };
+    if let Err(e) = written.and_then(|()| out.flush()) {
+        // The report is lost, not what it found: the first failure's
+        // reproduce line goes to stderr, and a violation still exits 1.
+        let why = format!("cannot write the report to stdout ({})", idemsim::output::plain(&e));
+        let Some(first) = report.failures.first() else { return Err(why) };
+        let _ = writeln!(
+            err,
+            "idemsim: {why}; {} of {} seeds failed; reproduce: {}",
+            report.seeds_failed,
+            report.seeds_run,
+            ctx.replay_command(first.seed)
+        );
+        return Ok(exit_code(&report));
     }
     let _ = err.flush();
     if report.interrupted {
