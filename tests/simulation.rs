@@ -75,7 +75,7 @@ fn no_faults_means_no_fault_events_and_a_clean_run() {
 #[test]
 fn a_runaway_run_is_a_reported_livelock_not_a_hang() {
     let mut config = SimConfig::default();
-    config.budgets.steps_max = 300;
+    config.budgets.steps_max = Some(300);
     let out = run_seed(&config, StoreKind::Mem, 1).unwrap();
     assert!(matches!(out.error, Some(RunError::Livelock(_))), "{:?}", out.error);
     assert!(out.failed());

@@ -19,6 +19,8 @@ pub const WINDOW_MS_MAX: u64 = 365 * DAY_MS;
 pub const COUNT_MAX: u32 = 1000;
 /// The largest weight of a kind of operation.
 pub const WEIGHT_MAX: u32 = 1_000_000;
+/// The most operations a workload may have (drawn or listed).
+pub const REQUESTS_MAX: u64 = 100_000;
 /// The largest step budget.
 pub const STEPS_MAX: u64 = 100_000_000;
 /// The largest clock drift, in parts per million.
@@ -87,7 +89,10 @@ pub fn check(config: &SimConfig) -> Result<(), ConfigError> {
     for (name, w) in weights {
         at_most(format_args!("workload.mix.{name}"), w.into(), WEIGHT_MAX.into())?;
     }
-    at_most("budgets.steps_max", c.budgets.steps_max, STEPS_MAX)?;
+    at_most("budgets.steps_max", c.budgets.steps_max.unwrap_or(0), STEPS_MAX)?;
+    if let Some(ops) = &c.workload.operations {
+        at_most("the number of workload.operations", ops.len() as u64, REQUESTS_MAX)?;
+    }
     if let crate::config::Durability::WriteBack { sync_interval_ms } = c.durability {
         at_most("durability.write_back.sync_interval_ms", sync_interval_ms, DURATION_MS_MAX)?;
     }
@@ -116,6 +121,19 @@ pub fn check_profile(p: &FaultProfile) -> Result<(), ConfigError> {
     ];
     counts.iter().try_for_each(|(f, v)| at_most(f, (*v).into(), COUNT_MAX.into()))?;
     at_most("faults.drift_ppm_max", p.drift_ppm_max.into(), DRIFT_PPM_MAX.into())
+}
+
+/// Checks how many scheduled faults there are of each kind.
+pub fn check_fault_counts(faults: &[TimedFault]) -> Result<(), ConfigError> {
+    let mut counts: Vec<(std::mem::Discriminant<FaultAction>, u64)> = Vec::new();
+    for f in faults {
+        let kind = std::mem::discriminant(&f.action);
+        match counts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((kind, 1)),
+        }
+    }
+    counts.iter().try_for_each(|(_, n)| at_most("scheduled faults of one kind", *n, COUNT_MAX.into()))
 }
 
 /// Checks the numbers of a scheduled fault.

@@ -177,16 +177,25 @@ impl Default for Phases {
 }
 
 /// Bounds that turn a livelock into a reported failure.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budgets {
-    /// Recorded events plus messages sent (default 200,000).
-    pub steps_max: u64,
+    /// Recorded events plus messages sent. Unset: [`STEPS_PER_OPERATION`]
+    /// for each operation of the workload, and at least
+    /// [`STEPS_MIN`], so every valid workload fits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_max: Option<u64>,
 }
 
-impl Default for Budgets {
-    fn default() -> Budgets {
-        Budgets { steps_max: 200_000 }
+/// The default step budget of one operation.
+pub const STEPS_PER_OPERATION: u64 = 4_000;
+/// The smallest default step budget of a run.
+pub const STEPS_MIN: u64 = 200_000;
+
+impl Budgets {
+    /// The step budget of a run of `operations` operations.
+    pub fn steps_for(&self, operations: u64) -> u64 {
+        self.steps_max.unwrap_or(STEPS_MIN.max(operations.saturating_mul(STEPS_PER_OPERATION)))
     }
 }
 
@@ -253,6 +262,7 @@ impl SimConfig {
             FaultSettings::Scheduled { profile, faults } => {
                 profile.validate()?;
                 crate::bounds::check_profile(profile)?;
+                crate::bounds::check_fault_counts(faults)?;
                 faults.iter().try_for_each(|f| self.validate_fault(f).and_then(|()| crate::bounds::check_fault(f)))?;
             }
             FaultSettings::None | FaultSettings::Swarm => {}
@@ -266,7 +276,7 @@ impl SimConfig {
         if let Durability::WriteBack { sync_interval_ms: 0 } = self.durability {
             return bad("durability.write_back.sync_interval_ms must be positive");
         }
-        if self.budgets.steps_max == 0 {
+        if self.budgets.steps_max == Some(0) {
             return bad("budgets.steps_max must be positive");
         }
         Ok(())
@@ -378,6 +388,39 @@ mod tests {
         with(FaultAction::CrashBeforeCompletion { node: NodeId::Server(1), down_ms: 100 }).validate().unwrap();
         with(FaultAction::PauseBeforeCompletion { node: NodeId::Reconciler, for_ms: 100 }).validate().unwrap();
         with(FaultAction::Pause { node: NodeId::Db, for_ms: 100 }).validate().unwrap();
+    }
+
+    #[test]
+    fn every_valid_workload_fits_the_default_step_budget_and_counts_have_bounds() {
+        use crate::plan::{FaultAction, TimedFault};
+        let b = Budgets::default();
+        assert_eq!(b.steps_for(50), STEPS_MIN);
+        assert_eq!(b.steps_for(100_000), 100_000 * STEPS_PER_OPERATION);
+        assert_eq!(Budgets { steps_max: Some(300) }.steps_for(100_000), 300, "a budget given is the budget");
+        let pauses = |n: u64| SimConfig {
+            faults: FaultSettings::Scheduled {
+                profile: FaultProfile::calm(),
+                faults: (0..n)
+                    .map(|i| TimedFault {
+                        at_ms: i,
+                        action: FaultAction::Pause { node: idemsim_model::NodeId::Db, for_ms: 1 },
+                    })
+                    .collect(),
+            },
+            ..SimConfig::default()
+        };
+        pauses(1_000).validate().unwrap();
+        let err = pauses(1_001).validate().unwrap_err().to_string();
+        assert!(err.contains("scheduled faults of one kind is 1001"), "{err}");
+        let base =
+            crate::workload::draw(&SimConfig::default(), &mut crate::rng::stream(0, crate::rng::Stream::Workload));
+        let op = |n: u32| Operation { op: idemsim_model::OpId(n), ..base[0].clone() };
+        let many = SimConfig {
+            workload: Workload { operations: Some((0..100_001).map(op).collect()), ..Workload::default() },
+            ..SimConfig::default()
+        };
+        let err = many.validate().unwrap_err().to_string();
+        assert!(err.contains("the number of workload.operations is 100001"), "{err}");
     }
 
     #[test]

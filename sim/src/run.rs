@@ -367,6 +367,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         wakeups: Default::default(),
         stopping: false,
         steps: 0,
+        steps_max: config.budgets.steps_for(ops.len() as u64),
         abort: Some(abort_tx),
         aborted: None,
         // Sized for a run's worth: growing step by step costs more than the

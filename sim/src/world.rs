@@ -110,6 +110,8 @@ pub(crate) struct World {
     /// The run is over: the agenda task returns.
     pub stopping: bool,
     pub steps: u64,
+    /// The run's step budget ([`crate::config::Budgets::steps_for`]).
+    pub steps_max: u64,
     pub abort: Option<oneshot::Sender<String>>,
     /// Why the run was cut short, once it was.
     pub aborted: Option<crate::RunError>,
@@ -356,8 +358,8 @@ impl World {
     /// Counts one step against the budget.
     pub fn step(&mut self) {
         self.steps += 1;
-        if self.steps > self.config.budgets.steps_max && self.aborted.is_none() {
-            let why = format!("step budget of {} exceeded (a livelock?)", self.config.budgets.steps_max);
+        if self.steps > self.steps_max && self.aborted.is_none() {
+            let why = format!("step budget of {} exceeded (a livelock?)", self.steps_max);
             self.abort_run(crate::RunError::Livelock(why));
         }
     }

@@ -311,7 +311,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
     for requests in [10u32, 100, 1000] {
         let mut c = default.clone();
         c.workload.requests = requests;
-        c.budgets.steps_max = 2_000_000;
+        c.budgets.steps_max = Some(2_000_000);
         let seeds = if requests >= 1000 { (spec.scaling_seeds / 5).max(1) } else { spec.scaling_seeds };
         scaling.push(point(format!("requests={requests} servers=3"), &c, seeds)?);
     }

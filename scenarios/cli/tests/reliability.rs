@@ -280,6 +280,20 @@ fn an_unwritable_stdout_keeps_the_verdict_and_the_reproduce_line() {
     }
 }
 
+/// The default step budget fits every valid workload: 100,000 requests
+/// (the documented bound) run, not a 'livelock' after no operation.
+#[test]
+fn the_largest_valid_workload_runs_within_the_default_budget() {
+    let explained = idemsim(&["explain", "default", "--json"], Duration::from_secs(60));
+    let mut file: serde_json::Value = serde_json::from_str(&explained.out).unwrap();
+    file["config"]["workload"]["requests"] = 100_000.into();
+    let path = scratch("big.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let ran = idemsim(&["run", "--file", path.to_str().unwrap(), "--seeds", "0..1"], Duration::from_secs(180));
+    assert!(!ran.out.contains("step budget") && !ran.err.contains("step budget"), "{}{}", ran.out, ran.err);
+    assert!(ran.out.contains("operations: 100000"), "{}", ran.out);
+}
+
 /// Counts agree with their nouns: "1 seed", never "1 seeds".
 #[test]
 fn one_of_a_thing_is_said_in_the_singular() {
