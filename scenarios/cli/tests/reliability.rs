@@ -294,6 +294,20 @@ fn the_largest_valid_workload_runs_within_the_default_budget() {
     assert!(ran.out.contains("operations: 100000"), "{}", ran.out);
 }
 
+/// `RUST_LOG` logs the run without madsim's warning that std's HashMap is
+/// not deterministic (nothing in a run iterates one); naming its target
+/// shows it.
+#[test]
+fn rust_log_does_not_raise_a_false_alarm_about_determinism() {
+    let run = |filter: &str| {
+        let out =
+            Command::new(BIN).args(["run", "--seeds", "0..3", "--jobs", "2"]).env("RUST_LOG", filter).output().unwrap();
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    assert!(!run("warn").contains("will not be deterministic"));
+    assert!(run("warn,madsim::sim::rand=warn").contains("will not be deterministic"), "the target named shows it");
+}
+
 /// Counts agree with their nouns: "1 seed", never "1 seeds".
 #[test]
 fn one_of_a_thing_is_said_in_the_singular() {
