@@ -100,7 +100,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
                 let _ = write!(out, "{text}"); // --help, --version
                 return EXIT_CLEAN;
             }
-            let _ = writeln!(err, "{}", usage_error(&e, &text));
+            let _ = writeln!(err, "{}", shorten_long_words(&usage_error(&e, &text)));
             return EXIT_USAGE;
         }
     };
@@ -121,10 +121,40 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     match result {
         Ok(code) => code,
         Err(message) => {
-            let _ = writeln!(err, "error: {message}");
+            let _ = writeln!(err, "error: {}", shorten_long_words(&message));
             EXIT_USAGE
         }
     }
+}
+
+/// An error line echoes what the user gave; a value of thousands of
+/// characters is cut to its start and its length, so the line stays one
+/// line a person reads.
+fn shorten_long_words(line: &str) -> String {
+    const LONG: usize = 200;
+    if line.len() <= LONG {
+        return line.to_string();
+    }
+    let words: Vec<String> = line
+        .split(' ')
+        .map(|w| match w.char_indices().nth(60) {
+            Some((cut, _)) if w.chars().count() > LONG => {
+                format!("{}... ({} characters)", &w[..cut], w.chars().count())
+            }
+            _ => w.to_string(),
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// A loopback `IP:port`, with `localhost` taken as 127.0.0.1 (as a URL's
+/// host is).
+pub fn loopback_addr(flag: &str, text: &str) -> Result<std::net::SocketAddr, String> {
+    let resolved = match text.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => text.to_string(),
+    };
+    resolved.parse().map_err(|_| format!("{flag} {text:?} is not an IP:port (or localhost:port)"))
 }
 
 /// Parses the command line. A value may start with `-` (a negative number

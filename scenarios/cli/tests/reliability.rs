@@ -124,6 +124,24 @@ fn bad_inputs_are_one_line_and_exit_2() {
     for (args, message) in &cases {
         assert_usage(args, message);
     }
+    // Each bound of `http` is said alone, with the value given.
+    assert_usage(
+        &["http", "--target", "http://127.0.0.1:1", "--requests", "0"],
+        "--requests must be between 1 and 100000, not 0",
+    );
+    assert_usage(
+        &["http", "--target", "http://127.0.0.1:1", "--clients", "300"],
+        "--clients must be between 1 and 256, not 300",
+    );
+    // A value of 100,000 characters is not echoed whole.
+    let long = "x".repeat(100_000);
+    assert_usage(&["run", "--scenario", &long], " characters) ");
+    let ran = idemsim(&["run", "--scenario", &long], Duration::from_secs(60));
+    assert!(ran.err.len() < 1_000, "{} bytes of error", ran.err.len());
+    // localhost is loopback for serve as for http.
+    let ran = idemsim(&["serve", "--listen", "localhost:0", "--max-secs", "1"], Duration::from_secs(60));
+    assert_eq!(ran.code, 0, "{}", ran.err);
+    assert!(ran.out.contains("listening on http://127.0.0.1:"), "{}", ran.out);
 }
 
 /// Bare `idemsim` says a command is missing and names them; clap's own

@@ -268,8 +268,11 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
     config.validate()?;
     let target_url = config.target.as_deref().ok_or("no target: give --target URL (or `target` in the config)")?;
     let base = loopback_url(target_url).map_err(|e| format!("--target: {e}"))?;
-    if spec.ops == 0 || spec.ops > 100_000 || spec.clients == 0 || spec.clients > 256 {
-        return Err("--requests must be 1..=100000 and --clients 1..=256".into());
+    if spec.ops == 0 || spec.ops > 100_000 {
+        return Err(format!("--requests must be between 1 and 100000, not {}", spec.ops));
+    }
+    if spec.clients == 0 || spec.clients > 256 {
+        return Err(format!("--clients must be between 1 and 256, not {}", spec.clients));
     }
     if spec.lease_ms == Some(0) {
         return Err("--lease-ms must be positive".into());
