@@ -35,6 +35,9 @@ pub struct HttpConfig {
     /// it, or unset for one keyless request to the first endpoint (which
     /// the service may execute: one real charge).
     pub preflight: Option<String>,
+    /// The service's longest lease, as `--lease-ms` (the flag wins): it
+    /// judges progress and sets the timings that must outlast it.
+    pub lease_ms: Option<u64>,
 }
 
 impl HttpConfig {
@@ -108,6 +111,7 @@ impl Default for HttpConfig {
             provider_listen: "127.0.0.1:7410".into(),
             tenant_values: Default::default(),
             preflight: None,
+            lease_ms: None,
         }
     }
 }
@@ -204,8 +208,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("idemsim-http-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let good = dir.join("c.toml");
-        std::fs::write(&good, "tenants = [\"a\"]\n[[endpoints]]\npath = \"/pay\"\n").unwrap();
+        std::fs::write(&good, "tenants = [\"a\"]\nlease_ms = 60000\n[[endpoints]]\npath = \"/pay\"\n").unwrap();
         let c = HttpConfig::from_file(&good).unwrap();
+        assert_eq!(c.lease_ms, Some(60_000));
         assert_eq!((c.tenants.len(), c.endpoints[0].path.as_str(), c.endpoints[0].charges), (1, "/pay", true));
         let bad = dir.join("b.json");
         std::fs::write(&bad, r#"{"endpoint": []}"#).unwrap();

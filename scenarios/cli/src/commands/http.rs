@@ -76,7 +76,8 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         Some(path) => Some(idemsim::output::prepare(path, &["jsonl"], "the trace")?),
         None => None,
     };
-    let timings = match args.lease_ms {
+    let lease_ms = args.lease_ms.or(config.lease_ms);
+    let timings = match lease_ms {
         Some(lease_ms) => idemsim::http::HttpSpec::for_lease(lease_ms, args.slow_ms),
         None => idemsim::http::HttpSpec::default(),
     };
@@ -90,7 +91,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         max_secs: args.max_secs.unwrap_or(timings.max_secs),
         deadline_ms: args.deadline_ms.unwrap_or(timings.deadline_ms),
         retry_5xx: !args.no_retry_5xx,
-        lease_ms: args.lease_ms,
+        lease_ms,
         tag: args.tag.clone(),
     };
     let report = idemsim::http::run(&spec)?;
