@@ -372,6 +372,12 @@ fn unjudged(seen: &[Seen]) -> BTreeMap<u16, usize> {
     out
 }
 
+/// Whether an answer refuses a key for now (in flight, too many, or a
+/// server error), as progress counts refusals.
+pub fn refuses_for_now(status: u16) -> bool {
+    status == 409 || status == 429 || status >= 500
+}
+
 /// How much longer than twice the lease a key may stay refused: the
 /// client's retry waits and the service's sweep interval.
 pub const PROGRESS_SLACK_MS: u64 = 1_000;
@@ -418,8 +424,7 @@ fn progress(
                     continue;
                 }
                 let slot = slot(v.request);
-                let refused = response.status == 409 || response.status == 429 || response.status >= 500;
-                if !refused || *at_ms < busy_until.get(&slot).copied().unwrap_or(0) {
+                if !refuses_for_now(response.status) || *at_ms < busy_until.get(&slot).copied().unwrap_or(0) {
                     quiet_from.remove(&slot);
                     continue;
                 }

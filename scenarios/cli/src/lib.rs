@@ -147,16 +147,6 @@ fn shorten_long_words(line: &str) -> String {
     words.join(" ")
 }
 
-/// A loopback `IP:port`, with `localhost` taken as 127.0.0.1 (as a URL's
-/// host is).
-pub fn loopback_addr(flag: &str, text: &str) -> Result<std::net::SocketAddr, String> {
-    let resolved = match text.strip_prefix("localhost:") {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => text.to_string(),
-    };
-    resolved.parse().map_err(|_| format!("{flag} {text:?} is not an IP:port (or localhost:port)"))
-}
-
 /// Parses the command line. A value may start with `-` (a negative number
 /// or seed range is then refused by its own parser, saying what is wrong,
 /// instead of being taken for an unknown flag).

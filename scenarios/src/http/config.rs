@@ -43,10 +43,7 @@ pub struct HttpConfig {
 impl HttpConfig {
     /// The header value that names `tenant`.
     pub fn tenant_header_value(&self, tenant: &str) -> String {
-        match self.tenant_values.get(tenant) {
-            Some(v) => v.clone(),
-            None => self.tenant_value.replace("{tenant}", tenant),
-        }
+        tenant_header_value(&self.tenant_value, &self.tenant_values, tenant)
     }
 
     /// The preflight request's method and path, `None` to skip it.
@@ -166,6 +163,19 @@ impl HttpConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// The header value that names `tenant`: its own value if it has one,
+/// else the template with `{tenant}` replaced.
+pub fn tenant_header_value(
+    template: &str,
+    values: &std::collections::BTreeMap<String, String>,
+    tenant: &str,
+) -> String {
+    match values.get(tenant) {
+        Some(v) => v.clone(),
+        None => template.replace("{tenant}", tenant),
     }
 }
 

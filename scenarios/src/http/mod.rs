@@ -20,7 +20,7 @@ pub mod workload;
 use client::{exchange, HttpClient, Outcome};
 use config::HttpConfig;
 use idemsim_model::outside::{
-    calls_end_ms, judge_outside, reference_of, Observability, OutsideVerdict, Seen, PROGRESS_SLACK_MS,
+    calls_end_ms, judge_outside, reference_of, refuses_for_now, Observability, OutsideVerdict, Seen, PROGRESS_SLACK_MS,
 };
 use idemsim_model::{OpId, Request, RetryPolicy};
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,11 +117,18 @@ pub struct Target {
 impl Target {
     /// The header value that names `tenant`.
     pub fn tenant_header_value(&self, tenant: &str) -> String {
-        match self.tenant_values.get(tenant) {
-            Some(v) => v.clone(),
-            None => self.tenant_value.replace("{tenant}", tenant),
-        }
+        config::tenant_header_value(&self.tenant_value, &self.tenant_values, tenant)
     }
+}
+
+/// A loopback `IP:port`, with `localhost` taken as 127.0.0.1 (as a URL's
+/// host is); `what` names the flag or field in the error.
+pub fn loopback_addr(what: &str, text: &str) -> Result<std::net::SocketAddr, String> {
+    let resolved = match text.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => text.to_string(),
+    };
+    resolved.parse().map_err(|_| format!("{what} {text:?} is not an IP:port (or localhost:port)"))
 }
 
 /// Observations from many tasks, in the order they were made.
@@ -509,9 +516,7 @@ async fn late_replays(
             Seen::Answered { op, response, .. } if (200..300).contains(&response.status) => {
                 succeeded.insert(*op);
             }
-            Seen::Answered { op, response, at_ms, .. }
-                if [409, 429].contains(&response.status) || response.status >= 500 =>
-            {
+            Seen::Answered { op, response, at_ms, .. } if refuses_for_now(response.status) => {
                 refused.entry(*op).or_insert(*at_ms);
             }
             _ => {}

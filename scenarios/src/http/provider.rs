@@ -44,10 +44,7 @@ impl Provider {
 
     /// Binds `listen` and serves until the returned handle is aborted.
     pub async fn start(self, listen: &str) -> Result<tokio::task::JoinHandle<()>, String> {
-        let addr: std::net::SocketAddr = listen
-            .replacen("localhost:", "127.0.0.1:", 1)
-            .parse()
-            .map_err(|_| format!("provider address {listen:?} is not an IP:port (or localhost:port)"))?;
+        let addr = super::loopback_addr("provider address", listen)?;
         if !addr.ip().is_loopback() {
             return Err(format!("provider address {listen} is not on loopback"));
         }

@@ -43,7 +43,7 @@ pub struct Args {
 }
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let listen = crate::loopback_addr("--listen", &args.listen)?;
+    let listen = idemsim::http::loopback_addr("--listen", &args.listen)?;
     let target = StoreTarget::parse(&args.store, args.url.as_deref())?;
     let spec = idemsim::serve::ServeSpec {
         listen,
