@@ -45,6 +45,14 @@ pub struct Coverage {
     /// asks for, and the store answered (property `store-contract`).
     #[serde(default)]
     pub store_probed: u64,
+    /// The dependency declined a charge (402) or refused it for now (429
+    /// or 503, with `Retry-After`).
+    #[serde(default)]
+    pub provider_refused: u64,
+    /// The dependency answered a call late (its answer may outlast the
+    /// caller's timeout while the charge went through).
+    #[serde(default)]
+    pub provider_answered_late: u64,
     /// How the operations ended (not a "sometimes" counter).
     #[serde(flatten)]
     pub outcomes: crate::checker::Outcomes,
@@ -55,7 +63,7 @@ const LATE_MS: u64 = 3_600_000;
 
 impl Coverage {
     /// The counters as `(name, value)` pairs, in declaration order.
-    pub fn counters(&self) -> [(&'static str, u64); 16] {
+    pub fn counters(&self) -> [(&'static str, u64); 18] {
         [
             ("takeover", self.takeover),
             ("lease_expired_mid_execute", self.lease_expired_mid_execute),
@@ -73,6 +81,8 @@ impl Coverage {
             ("retry_budget_exhausted", self.retry_budget_exhausted),
             ("message_redelivered", self.message_redelivered),
             ("store_probed", self.store_probed),
+            ("provider_refused", self.provider_refused),
+            ("provider_answered_late", self.provider_answered_late),
         ]
     }
 
@@ -94,6 +104,8 @@ impl Coverage {
         self.retry_budget_exhausted += other.retry_budget_exhausted;
         self.message_redelivered += other.message_redelivered;
         self.store_probed += other.store_probed;
+        self.provider_refused += other.provider_refused;
+        self.provider_answered_late += other.provider_answered_late;
         self.outcomes.add(&other.outcomes);
     }
 
@@ -187,6 +199,10 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 }
             }
             Event::StoreProbed(_) => c.store_probed += 1,
+            Event::DownstreamAnswered { status, delay_ms, .. } => {
+                c.provider_refused += u64::from(*status != 200);
+                c.provider_answered_late += u64::from(*delay_ms > 0);
+            }
             Event::RecordSwept { scope, completed, .. } => {
                 c.record_swept += u64::from(*completed);
                 self.completed[record_of(scope).get()] = None;

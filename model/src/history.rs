@@ -449,6 +449,25 @@ pub enum Event {
         /// The key it was performed under.
         downstream_key: DownstreamKey,
     },
+    /// The dependency answered a call with something other than an
+    /// immediate charge: a decline (402), a refusal for now (429 or 503,
+    /// nothing charged), or a charge (200) answered `delay_ms` late. An
+    /// immediate charge records nothing here (its effect, if new, is a
+    /// [`Event::DownstreamEffect`]).
+    DownstreamAnswered {
+        /// The record the call belongs to.
+        scope: Scope,
+        /// The key the call carried.
+        downstream_key: DownstreamKey,
+        /// The status the dependency answered: 200, 402, 429 or 503.
+        status: u16,
+        /// The `Retry-After` of a 429 or 503.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+        /// How long after the call arrived the answer left.
+        #[serde(default)]
+        delay_ms: u64,
+    },
     /// A message was published (by the relay, or a broken handler).
     MessagePublished {
         /// The message.
@@ -493,6 +512,7 @@ impl Event {
             | Event::RecordSwept { scope, .. }
             | Event::DownstreamCalled { scope, .. }
             | Event::DownstreamEffect { scope, .. }
+            | Event::DownstreamAnswered { scope, .. }
             | Event::MessagePublished { scope, .. }
             | Event::MessageConsumed { scope, .. } => Some(scope),
             _ => None,
@@ -606,10 +626,15 @@ impl History {
     pub fn fault_classes(&self) -> Vec<&'static str> {
         let mut seen: Vec<&'static str> = Vec::new();
         for entry in &self.entries {
-            if let Event::Fault(f) = &entry.event {
-                if let Some(class) = f.class().filter(|c| !seen.contains(c)) {
-                    seen.push(class);
-                }
+            let class = match &entry.event {
+                Event::Fault(f) => f.class(),
+                Event::DownstreamAnswered { status: 402, .. } => Some("provider-decline"),
+                Event::DownstreamAnswered { status: 429 | 503, .. } => Some("provider-unavailable"),
+                Event::DownstreamAnswered { delay_ms: 1.., .. } => Some("provider-slow"),
+                _ => None,
+            };
+            if let Some(class) = class.filter(|c| !seen.contains(c)) {
+                seen.push(class);
             }
         }
         seen.sort_unstable();

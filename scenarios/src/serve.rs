@@ -29,7 +29,7 @@ use idemsim_model::{
     Attempt, Bytes, CallerId, DownstreamKey, Event, IdempotencyKey, MessageId, NodeId, OpId, OutboxEntry, Request,
     RequestId, Scope, SimTime, Try,
 };
-use idemsim_sim::protocol::{Env, FaultSite, KeyLock, Proceed, Protocol, StoreOp, StoreReply};
+use idemsim_sim::protocol::{ChargeAnswer, Env, FaultSite, KeyLock, Proceed, Protocol, StoreOp, StoreReply};
 use idemsim_sim::{ProtocolSettings, RetryAfter};
 use idemsim_store::IdempotencyStore;
 use std::collections::BTreeSet;
@@ -358,7 +358,7 @@ impl ServeEnv {
         key: &DownstreamKey,
         attempt: Attempt,
         request: &Request,
-    ) -> Option<String> {
+    ) -> ChargeAnswer {
         let amount = idemsim_sim::protocol::execution::amount_of(request).unwrap_or(0);
         let reference = idemsim_model::outside::reference_of(&request.body);
         let execution = self.execution(attempt);
@@ -366,12 +366,18 @@ impl ServeEnv {
             serde_json::json!({ "amount": amount, "ref": reference, "execution": execution, "attempt": attempt.0 });
         let sent =
             self.ctx.http.post(format!("{provider}/charges")).header("idempotency-key", key.0.as_str()).json(&body);
-        let answer = sent.send().await.ok()?;
+        let Ok(answer) = sent.send().await else { return ChargeAnswer::Unknown };
+        let status = answer.status().as_u16();
         if !answer.status().is_success() {
-            return None;
+            let retry_after_ms = answer
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+                .map(|secs| secs.saturating_mul(1_000));
+            return provider_refusal(status, retry_after_ms);
         }
-        let value: serde_json::Value = answer.json().await.ok()?;
-        value.get("id")?.as_str().map(str::to_string)
+        let id = answer.json::<serde_json::Value>().await.ok().and_then(|v| Some(v.get("id")?.as_str()?.to_string()));
+        id.map_or(ChargeAnswer::Unknown, ChargeAnswer::Charged)
     }
 }
 
@@ -414,13 +420,13 @@ impl Env for ServeEnv {
         attempt: Attempt,
         downstream_key: DownstreamKey,
         request: &Request,
-    ) -> Option<String> {
+    ) -> ChargeAnswer {
         if let Some(provider) = &self.ctx.provider {
             return self.charge_over_http(provider, &downstream_key, attempt, request).await;
         }
         let mut charges = self.ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
         let n = charges.len() + 1;
-        Some(charges.entry(downstream_key).or_insert_with(|| format!("ch_local_{n}")).clone())
+        ChargeAnswer::Charged(charges.entry(downstream_key).or_insert_with(|| format!("ch_local_{n}")).clone())
     }
 
     async fn publish(&self, entry: OutboxEntry) -> bool {
@@ -458,5 +464,18 @@ impl Env for ServeEnv {
 
     fn stamp(&self, attempt: Attempt) -> Option<String> {
         Some(self.execution(attempt))
+    }
+}
+
+/// What a provider's error status means for the charge: 429 and 503 (and
+/// a 409 for a call with the key still in flight there) refuse for now and
+/// charge nothing; any other 4xx but 408 is a refusal for good, like the
+/// 402 of a declined card; a 408 or another 5xx leaves the charge unknown.
+fn provider_refusal(status: u16, retry_after_ms: Option<u64>) -> ChargeAnswer {
+    match status {
+        429 | 503 | 409 => ChargeAnswer::Unavailable { retry_after_ms },
+        408 => ChargeAnswer::Unknown,
+        400..=499 => ChargeAnswer::Declined,
+        _ => ChargeAnswer::Unknown,
     }
 }

@@ -229,12 +229,15 @@ fn size(config: &SimConfig, run: &RunOutcome, property: Property) -> Size {
 type Knob = (&'static str, fn(&mut FaultProfile));
 
 fn knobs(p: &FaultProfile) -> Vec<Knob> {
-    let all: [(bool, Knob); 5] = [
+    let all: [(bool, Knob); 8] = [
         (p.drop_permille > 0, ("drops", |p| p.drop_permille = 0)),
         (p.dup_permille > 0, ("duplicates", |p| p.dup_permille = 0)),
         (p.crash_before_complete_permille > 0, ("crash-before-complete", |p| p.crash_before_complete_permille = 0)),
         (p.pause_before_complete_permille > 0, ("pause-before-complete", |p| p.pause_before_complete_permille = 0)),
         (p.lose_response_permille > 0, ("lose-response", |p| p.lose_response_permille = 0)),
+        (p.provider_unavailable_permille > 0, ("provider-unavailable", |p| p.provider_unavailable_permille = 0)),
+        (p.provider_decline_permille > 0, ("provider-decline", |p| p.provider_decline_permille = 0)),
+        (p.provider_slow_permille > 0, ("provider-slow", |p| p.provider_slow_permille = 0)),
     ];
     all.into_iter().filter(|(on, _)| *on).map(|(_, k)| k).collect()
 }
@@ -399,12 +402,13 @@ impl Shrinker {
             self.try_config(config, candidate);
         }
         while config.topology.servers > 1 {
+            // The last server goes: its faults with it, its sends to the others.
             let mut candidate = config.clone();
             let n = candidate.topology.servers - 1;
-            candidate.topology.servers = n;
             if let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults {
                 faults.retain(|f| !matches!(f.action.node(), idemsim_model::NodeId::Server(s) if s >= n));
             }
+            renumber_servers(&mut candidate, &|s| if s < n { s } else { s % n }, n);
             if !self.try_config(config, candidate) {
                 return;
             }

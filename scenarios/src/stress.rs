@@ -25,7 +25,9 @@ use idemsim_model::{
     check_all, Attempt, Bytes, CallerId, DownstreamKey, Entry, Event, History, IdempotencyKey, MessageId, NodeId, OpId,
     OutboxEntry, RecordState, Request, RequestId, RetryPolicy, RunMeta, Scope, SimTime, Violation,
 };
-use idemsim_sim::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, Reply, StoreOp, StoreReply};
+use idemsim_sim::protocol::{
+    ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, Reply, StoreOp, StoreReply,
+};
 use idemsim_sim::rng::{between, chance, stream, SimRng, Stream};
 use idemsim_sim::{ProtocolSettings, RetryAfter};
 use idemsim_store::{IdempotencyStore, StoreError, StoreFlaw};
@@ -524,7 +526,7 @@ impl Env for StressEnv {
         attempt: Attempt,
         downstream_key: DownstreamKey,
         _request: &Request,
-    ) -> Option<String> {
+    ) -> ChargeAnswer {
         let rec = &self.ctx.rec;
         let mut charges = self.ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
         let called = Event::DownstreamCalled {
@@ -536,12 +538,12 @@ impl Env for StressEnv {
         };
         rec.record(NodeId::Downstream, called);
         if let Some(id) = charges.get(&downstream_key) {
-            return Some(id.clone());
+            return ChargeAnswer::Charged(id.clone());
         }
         let id = format!("ch_{}", charges.len() + 1);
         charges.insert(downstream_key.clone(), id.clone());
         rec.record(NodeId::Downstream, Event::DownstreamEffect { scope: scope.clone(), downstream_key });
-        Some(id)
+        ChargeAnswer::Charged(id)
     }
 
     async fn publish(&self, entry: OutboxEntry) -> bool {

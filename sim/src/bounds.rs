@@ -111,6 +111,8 @@ pub fn check_profile(p: &FaultProfile) -> Result<(), ConfigError> {
         ("faults.down_ms_max", p.down_ms_max),
         ("faults.pause_ms_max", p.pause_ms_max),
         ("faults.skew_ms_max", p.skew_ms_max),
+        ("faults.provider_retry_after_ms_max", p.provider_retry_after_ms_max),
+        ("faults.provider_slow_ms_max", p.provider_slow_ms_max),
     ];
     durations.iter().try_for_each(|(f, v)| at_most(f, *v, DURATION_MS_MAX))?;
     let counts = [

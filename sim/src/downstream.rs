@@ -3,16 +3,21 @@
 
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::Node;
+use crate::world::Action;
 use idemsim_model::{Event, NodeId};
 
 /// The dependency: performs an effect for each new downstream key, and
-/// answers a repeated key with the original charge.
+/// answers a repeated key as it answered the first time (the original
+/// charge, or the decline). Under the fault profile it may also refuse a
+/// new key for now (429 or 503 with a `Retry-After`, nothing charged),
+/// decline it for good (402), or answer late (the charge made on arrival):
+/// each a keyed draw on the call.
 #[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
 pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
     let Msg::Call { id, from, origin, body: CallBody::Charge { scope, attempt, downstream_key } } = *msg else {
         return;
     };
-    let charge_id = node.sim.with(|w| {
+    node.sim.with(|w| {
         let called = Event::DownstreamCalled {
             by: origin,
             from,
@@ -21,15 +26,48 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
             downstream_key: downstream_key.clone(),
         };
         w.record(NodeId::Downstream, called);
-        if let Some(existing) = w.charges.get(&downstream_key) {
-            return existing.clone();
+        let (draws, p, faults) = (w.dependency, &w.profile, w.faults_on);
+        let delay_ms = match faults && draws.chance(id, 0, p.provider_slow_permille) {
+            true => draws.between(id, 1, 1, p.provider_slow_ms_max.max(1)),
+            false => 0,
+        };
+        let (body, status, retry_after_ms) = match w.charges.get(&downstream_key) {
+            Some(Some(charge_id)) => (ReplyBody::Charged { charge_id: charge_id.clone() }, 200, None),
+            Some(None) => (ReplyBody::Declined, 402, None),
+            None if faults && draws.chance(id, 2, p.provider_unavailable_permille) => {
+                let retry_after_ms = draws.between(id, 3, 1, p.provider_retry_after_ms_max.max(1));
+                let status = if draws.chance(id, 4, 500) { 429 } else { 503 };
+                (ReplyBody::Unavailable { retry_after_ms }, status, Some(retry_after_ms))
+            }
+            None if draws.chance(id, 5, p.provider_decline_permille) => {
+                w.charges.insert(downstream_key.clone(), None);
+                (ReplyBody::Declined, 402, None)
+            }
+            None => {
+                let charge_id = format!("ch_{}", w.charges.len() + 1);
+                w.charges.insert(downstream_key.clone(), Some(charge_id.clone()));
+                let effect = Event::DownstreamEffect { scope: scope.clone(), downstream_key: downstream_key.clone() };
+                w.record(NodeId::Downstream, effect);
+                (ReplyBody::Charged { charge_id }, 200, None)
+            }
+        };
+        if status != 200 || delay_ms > 0 {
+            let answered = Event::DownstreamAnswered { scope, downstream_key, status, retry_after_ms, delay_ms };
+            w.record(NodeId::Downstream, answered);
         }
-        let charge_id = format!("ch_{}", w.charges.len() + 1);
-        w.charges.insert(downstream_key.clone(), charge_id.clone());
-        w.record(NodeId::Downstream, Event::DownstreamEffect { scope, downstream_key });
-        charge_id
+        let reply = Box::new(Msg::Reply { id, body });
+        match delay_ms {
+            0 => w.send(NodeId::Downstream, from, reply),
+            _ => {
+                let now = w.now().0;
+                w.schedule_at_from(
+                    now,
+                    now + delay_ms,
+                    Action::Send { from: NodeId::Downstream, to: from, msg: reply },
+                );
+            }
+        }
     });
-    node.reply(from, id, ReplyBody::Charged { charge_id });
 }
 
 /// The consumer: applies each message once, acknowledges every delivery.

@@ -9,7 +9,7 @@ use crate::msg::origin_key;
 use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::{sleep_ms, Node};
 use crate::plan::FaultAction;
-use crate::protocol::{ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
+use crate::protocol::{ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
 use crate::world::{true_now, Sim, World};
 use async_trait::async_trait;
 use idemsim_model::history::{Fault, Origin};
@@ -173,12 +173,16 @@ impl Env for SimEnv {
         attempt: Attempt,
         downstream_key: DownstreamKey,
         _request: &Request,
-    ) -> Option<String> {
+    ) -> ChargeAnswer {
         let timeout = self.config.protocol.downstream_timeout_ms;
         let body = CallBody::Charge { scope: scope.clone(), attempt, downstream_key };
         match self.node.call(NodeId::Downstream, self.origin, body, timeout).await {
-            Some(ReplyBody::Charged { charge_id }) => Some(charge_id),
-            _ => None,
+            Some(ReplyBody::Charged { charge_id }) => ChargeAnswer::Charged(charge_id),
+            Some(ReplyBody::Declined) => ChargeAnswer::Declined,
+            Some(ReplyBody::Unavailable { retry_after_ms }) => {
+                ChargeAnswer::Unavailable { retry_after_ms: Some(retry_after_ms) }
+            }
+            _ => ChargeAnswer::Unknown,
         }
     }
 

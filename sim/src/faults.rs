@@ -73,6 +73,7 @@ fn apply(sim: &Sim, action: Action) {
             n.drift_ppm = drift_ppm;
             w.record(NodeId::World, Event::Fault(Fault::ClockSkewed { node, offset_ms }));
         }),
+        Action::Send { from, to, msg } => sim.send(from, to, msg),
         Action::Restart(node) => sim.restart(node),
         Action::Resume(node) => sim.resume(node),
         Action::Reconnect { node, outgoing, incoming } => sim.with(|w| {

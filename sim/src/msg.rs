@@ -38,7 +38,15 @@ pub(crate) enum CallBody {
 #[derive(Clone, Debug)]
 pub(crate) enum ReplyBody {
     Store(StoreReply),
-    Charged { charge_id: String },
+    Charged {
+        charge_id: String,
+    },
+    /// A decline for good (402).
+    Declined,
+    /// A refusal for now (429 or 503), nothing charged.
+    Unavailable {
+        retry_after_ms: u64,
+    },
     Ack,
 }
 
@@ -114,6 +122,8 @@ impl Msg {
             Msg::Call { body: CallBody::Publish { entry }, .. } => push(out, &["publish ", &entry.message.id.0]),
             Msg::Reply { body: ReplyBody::Store(_), .. } => push(out, &["store reply"]),
             Msg::Reply { body: ReplyBody::Charged { .. }, .. } => push(out, &["charge reply"]),
+            Msg::Reply { body: ReplyBody::Declined, .. } => push(out, &["decline reply"]),
+            Msg::Reply { body: ReplyBody::Unavailable { .. }, .. } => push(out, &["unavailable reply"]),
             Msg::Reply { body: ReplyBody::Ack, .. } => push(out, &["ack"]),
             Msg::Notify => push(out, &["outbox notification"]),
             Msg::StoreOpsWaiting => push(out, &["store operations waiting"]),

@@ -35,6 +35,8 @@ pub enum Stream {
     /// The second service's probes of the store (when, which record, which
     /// operation).
     Meddler,
+    /// The dependency's answers (refusals, declines, late answers).
+    Dependency,
 }
 
 impl Stream {
@@ -48,6 +50,7 @@ impl Stream {
             Stream::Servers => "servers",
             Stream::Scheduler => "scheduler",
             Stream::Meddler => "meddler",
+            Stream::Dependency => "dependency",
         }
     }
 }

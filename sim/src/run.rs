@@ -356,6 +356,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         clients: Keyed::new(seed, Stream::Clients),
         servers: Keyed::new(seed, Stream::Servers),
         meddler: Keyed::new(seed, Stream::Meddler),
+        dependency: Keyed::new(seed, Stream::Dependency),
         probe_scopes: probe_scopes(&ops),
         // Every message and call takes a key: this thread's table, kept
         // across its runs (see `occurrences`).

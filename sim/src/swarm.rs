@@ -45,6 +45,21 @@ pub struct FaultProfile {
     pub pause_before_complete_permille: u32,
     /// The response is lost right after the completion committed.
     pub lose_response_permille: u32,
+    /// The dependency refuses a new charge for now (429 or 503, with a
+    /// `Retry-After`), charging nothing; during the fault phase.
+    pub provider_unavailable_permille: u32,
+    /// Longest `Retry-After` the dependency sends (drawn from 1 ms).
+    pub provider_retry_after_ms_max: u64,
+    /// The dependency declines a new charge for good (402): its answer for
+    /// that downstream key from then on. Not a fault: on all run long.
+    pub provider_decline_permille: u32,
+    /// The dependency answers a call late (drawn up to
+    /// `provider_slow_ms_max`); a charge is made on arrival, so an answer
+    /// later than the caller's `downstream_timeout_ms` leaves the caller
+    /// not knowing it was charged. During the fault phase.
+    pub provider_slow_permille: u32,
+    /// Longest late answer.
+    pub provider_slow_ms_max: u64,
 }
 
 impl FaultProfile {
@@ -108,12 +123,18 @@ impl FaultProfile {
             ("crash_before_complete_permille", self.crash_before_complete_permille),
             ("pause_before_complete_permille", self.pause_before_complete_permille),
             ("lose_response_permille", self.lose_response_permille),
+            ("provider_unavailable_permille", self.provider_unavailable_permille),
+            ("provider_decline_permille", self.provider_decline_permille),
+            ("provider_slow_permille", self.provider_slow_permille),
         ];
         if let Some((name, _)) = rates.iter().find(|(_, v)| *v > 1000) {
             return Err(ConfigError(format!("faults.{name} must be at most 1000")));
         }
         if self.drop_permille == 1000 {
             return Err(ConfigError("faults.drop_permille of 1000 loses every message; nothing can be judged".into()));
+        }
+        if self.provider_slow_permille > 0 && self.provider_slow_ms_max == 0 {
+            return Err(ConfigError("faults.provider_slow_permille needs a positive provider_slow_ms_max".into()));
         }
         if self.latency_ms[0] > self.latency_ms[1] {
             return Err(ConfigError("faults.latency_ms must be [min, max] with min <= max".into()));
@@ -134,6 +155,9 @@ impl FaultProfile {
             ("crash-before-complete", self.crash_before_complete_permille > 0),
             ("pause-before-complete", self.pause_before_complete_permille > 0),
             ("lose-response", self.lose_response_permille > 0),
+            ("provider-unavailable", self.provider_unavailable_permille > 0),
+            ("provider-decline", self.provider_decline_permille > 0),
+            ("provider-slow", self.provider_slow_permille > 0),
         ];
         classes.into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect()
     }

@@ -115,6 +115,20 @@ pub fn describe(event: &Event) -> String {
         Event::DownstreamEffect { scope, downstream_key } => {
             format!("performs the effect for {scope} (key {})", downstream_key.0)
         }
+        Event::DownstreamAnswered { scope, downstream_key, status, retry_after_ms, delay_ms } => {
+            let late = match delay_ms {
+                0 => String::new(),
+                ms => format!(", {ms} ms late"),
+            };
+            let key = &downstream_key.0;
+            match (status, retry_after_ms) {
+                (402, _) => format!("declines the charge for {scope} (key {key}) with 402{late}"),
+                (status, Some(ms)) => format!(
+                    "refuses the charge for {scope} (key {key}) with {status}, Retry-After {ms} ms: nothing charged{late}"
+                ),
+                (status, None) => format!("answers {status} for {scope} (key {key}){late}"),
+            }
+        }
         Event::MessagePublished { id, .. } => format!("publishes message {}", id.0),
         Event::MessageConsumed { id, applied, .. } => {
             format!("consumes message {}{}", id.0, if *applied { "" } else { " (duplicate, ignored)" })

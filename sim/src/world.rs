@@ -53,6 +53,8 @@ pub(crate) enum Action {
     Restart(NodeId),
     /// Unfreeze a paused node.
     Resume(NodeId),
+    /// Send a message now (an answer that was held back).
+    Send { from: NodeId, to: NodeId, msg: Box<Msg> },
     /// Undo a partition of one node.
     Reconnect { node: NodeId, outgoing: bool, incoming: bool },
 }
@@ -95,6 +97,8 @@ pub(crate) struct World {
     pub servers: Keyed,
     /// The second service's draws (`background::meddler`).
     pub meddler: Keyed,
+    /// The dependency's draws (`downstream::handle_dependency`).
+    pub dependency: Keyed,
     /// The records the second service probes: every scope the workload
     /// uses, in order.
     pub probe_scopes: Vec<idemsim_model::Scope>,
@@ -117,8 +121,9 @@ pub(crate) struct World {
     pub aborted: Option<crate::RunError>,
     /// The protocol servers, clients and jobs run.
     pub protocol: Arc<dyn crate::protocol::Protocol>,
-    /// The dependency's dedup table: downstream key to charge id.
-    pub charges: BTreeMap<DownstreamKey, String>,
+    /// The dependency's dedup table: downstream key to what it answered
+    /// for good (a charge id, or `None` for a decline).
+    pub charges: BTreeMap<DownstreamKey, Option<String>>,
     /// Message ids the consumer has applied.
     pub consumed: BTreeSet<MessageId>,
     /// Each client's retry budget.

@@ -348,7 +348,9 @@ impl<'h> Index<'h> {
                 .map(|sent| sent.scope)
                 .filter(|&id| id != NONE);
             let id = match &entry.event {
-                Event::DownstreamEffect { downstream_key, .. } => called.get(downstream_key).copied(),
+                Event::DownstreamEffect { downstream_key, .. } | Event::DownstreamAnswered { downstream_key, .. } => {
+                    called.get(downstream_key).copied()
+                }
                 _ => by_request,
             }
             .or_else(|| Some(holder[record_id as usize]).filter(|&h| h != NONE))

@@ -13,6 +13,60 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
     out.extend(stuck_in_progress(history, index));
     out.extend(stored_errors(history, index));
+    out.extend(orphaned_charges(history, index));
+    out
+}
+
+/// A charge the dependency performed whose record was then released
+/// without a completion, and never completed after: nothing on our side
+/// says the charge happened (a retry with another body would charge
+/// again, and no retry at all leaves the customer charged for an
+/// operation that failed). Judged once the run ended; a later completion
+/// of the same record lifetime (a retry that collapsed onto the charge)
+/// makes it whole.
+fn orphaned_charges(history: &History, index: &Index) -> Vec<Violation> {
+    if history.end_at().is_none() {
+        return Vec::new();
+    }
+    // Per client scope: the lifetime's charge, whether it completed, and
+    // the release that left the charge without a record.
+    #[derive(Clone, Default)]
+    struct Life {
+        charge: Option<usize>,
+        completed: bool,
+        released: Option<usize>,
+    }
+    let mut lives: Vec<Life> = vec![Life::default(); index.scope_count()];
+    let mut scopes: Vec<Option<ScopeId>> = vec![None; index.scope_count()];
+    for (i, entry) in index.record_entries(history) {
+        let Some(client) = index.client_scope_id(i) else { continue };
+        scopes[client.get()] = Some(client);
+        let life = &mut lives[client.get()];
+        match &entry.event {
+            Event::DownstreamEffect { .. } => {
+                life.charge.get_or_insert(i);
+            }
+            Event::CompletionWritten { .. } => life.completed = true,
+            Event::Released { .. } if life.charge.is_some() && !life.completed => life.released = Some(i),
+            Event::RecordSwept { .. } => *life = Life::default(),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (life, client) in lives.into_iter().zip(scopes) {
+        let (Some(charge), false, Some(released), Some(client)) = (life.charge, life.completed, life.released, client)
+        else {
+            continue;
+        };
+        out.push(Violation::new(
+            Property::Liveness,
+            vec![charge, released],
+            format!(
+                "{} was charged at #{charge}, then released at #{released} and never completed: nothing records the charge, so the customer paid for an operation that failed (and another body under the key would charge again)",
+                index.scope(client)
+            ),
+        ));
+    }
     out
 }
 
@@ -201,6 +255,43 @@ mod tests {
         s.received(0, req(1, 1), Answer::Executed, ok("x"));
         s.end();
         assert!(check_story(&s).is_empty());
+    }
+
+    fn charge_then_release(s: &mut Story) -> (usize, usize) {
+        s.claimed(by(1, 1), &scope(), "f");
+        let key = crate::DownstreamKey("dk".into());
+        let call = Event::DownstreamCalled {
+            by: by(1, 1),
+            from: NodeId::Server(0),
+            scope: scope(),
+            attempt: Attempt(1),
+            downstream_key: key.clone(),
+        };
+        s.at(NodeId::Downstream, call);
+        let charge = s.at(NodeId::Downstream, Event::DownstreamEffect { scope: scope(), downstream_key: key });
+        let release = Event::Released { by: by(1, 1), scope: scope(), attempt: Attempt(1) };
+        (charge, s.at(NodeId::Db, release))
+    }
+
+    #[test]
+    fn a_charge_whose_record_was_released_and_never_completed_is_orphaned() {
+        let mut s = Story::new();
+        let (charge, release) = charge_then_release(&mut s);
+        s.end();
+        let v = check_story(&s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![charge, release]);
+        assert!(v[0].explanation.contains("never completed"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_retry_that_completes_after_the_release_makes_the_charge_whole() {
+        let mut s = Story::new();
+        charge_then_release(&mut s);
+        s.claimed(by(1, 2), &scope(), "f");
+        s.completed(by(1, 2), &scope(), 2, ok("x"));
+        s.end();
+        assert!(check_story(&s).is_empty(), "{:?}", check_story(&s));
     }
 
     #[test]

@@ -39,6 +39,25 @@ pub enum Proceed {
     Stop,
 }
 
+/// What the dependency answered a charge, as the caller saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChargeAnswer {
+    /// Charged, now or earlier under the same downstream key: the charge's id.
+    Charged(String),
+    /// Declined for good (402): nothing was charged, and the dependency
+    /// answers the same for this downstream key from now on.
+    Declined,
+    /// Refused for now (429 or 503): nothing was charged; it may be tried
+    /// again after the hint.
+    Unavailable {
+        /// The dependency's `Retry-After`, if it sent one.
+        retry_after_ms: Option<u64>,
+    },
+    /// No answer in time (or the connection was lost): the charge may or
+    /// may not have happened.
+    Unknown,
+}
+
 /// A lock on one key, used only by the broken lock-based claims.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KeyLock {
@@ -63,15 +82,15 @@ pub trait Env: Send + Sync {
     fn now(&self) -> SimTime;
     /// Runs one store operation; `None` when it failed or timed out.
     async fn store(&self, op: StoreOp) -> Option<StoreReply>;
-    /// Calls the dependency with a downstream key for `request`; the charge
-    /// id, or `None` when it did not answer in time.
+    /// Calls the dependency with a downstream key for `request`, and says
+    /// what it answered.
     async fn charge(
         &self,
         scope: &Scope,
         attempt: Attempt,
         downstream_key: DownstreamKey,
         request: &Request,
-    ) -> Option<String>;
+    ) -> ChargeAnswer;
     /// A stamp the environment adds to the response of the execution that
     /// holds `attempt` (`idemsim serve`: which execution produced it, as
     /// real services stamp ids and times, and as it also tells the

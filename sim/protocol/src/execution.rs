@@ -169,6 +169,23 @@ pub fn completion(
     Completion { response: StoredResponse { status: 201, body: Bytes(body.into_bytes()) }, local_effect, outbox }
 }
 
+/// What the completing transaction writes when the dependency declined
+/// the charge for good: the 402 as the operation's response, to be
+/// replayed like any other, and neither the local effect nor a message.
+pub fn declined(scope: &Scope, request: &Request, stamp: Option<&str>) -> Completion {
+    let scope = [&*scope.caller.0, "/", &*scope.key.0].concat();
+    let mut body = [r#"{"error":"payment declined","for":""#, &scope, r#"","path":""#, &request.path, "\""].concat();
+    if let Some(stamp) = stamp {
+        body.push_str(&[r#","execution":""#, stamp, "\""].concat());
+    }
+    body.push('}');
+    Completion {
+        response: StoredResponse { status: 402, body: Bytes(body.into_bytes()) },
+        local_effect: None,
+        outbox: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

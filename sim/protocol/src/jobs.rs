@@ -2,8 +2,8 @@
 //! records (section 6), the sweeper (section 8) and one pass of the outbox
 //! relay. Every environment runs this one copy.
 
-use crate::execution::{completion, request_from};
-use crate::{Env, Protocol, StoreOp, StoreReply};
+use crate::execution::{completion, declined, request_from};
+use crate::{ChargeAnswer, Env, Protocol, StoreOp, StoreReply};
 use idemsim_model::{Event, Record, RecordState, Scope, Takeover};
 
 /// Records a scan or a relay pass takes at a time.
@@ -60,8 +60,17 @@ pub async fn resume<P: Protocol + ?Sized>(p: &P, env: &dyn Env, scope: Scope, re
         return;
     };
     let key = p.downstream_key(&scope, &crate::fingerprint(p, &request), attempt, Some(&recorded));
-    let Some(charge_id) = env.charge(&scope, attempt, key, &request).await else { return };
-    let mut done = completion(&scope, current.created_at, &request, Some(&charge_id), env.stamp(attempt).as_deref());
+    let stamp = env.stamp(attempt);
+    let mut done = match env.charge(&scope, attempt, key, &request).await {
+        ChargeAnswer::Charged(id) => completion(&scope, current.created_at, &request, Some(&id), stamp.as_deref()),
+        ChargeAnswer::Declined => declined(&scope, &request, stamp.as_deref()),
+        answer => {
+            // The same step as a request's execution; nobody waits for the reply.
+            let reply = crate::server::failure_reply(&answer, env.settings());
+            p.dependency_failed(env, &scope, attempt, &answer, reply).await;
+            return;
+        }
+    };
     if p.before_commit(env, &scope, attempt, &mut done).await.is_err() {
         return;
     }

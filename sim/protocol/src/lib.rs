@@ -37,7 +37,7 @@ mod steps;
 pub mod variant;
 
 pub use client::run_operation;
-pub use env::{ClientEnv, Env, FaultSite, KeyLock, Proceed};
+pub use env::{ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed};
 pub use jobs::{reconciler, relay_pass, resume, sweeper, BATCH};
 pub use ops::{StoreOp, StoreReply};
 pub use reply::Reply;

@@ -3,8 +3,8 @@
 //! stale record, execute (validate, recovery point, dependency, local
 //! effect), complete. Every environment runs this one copy.
 
-use crate::execution::{completion, recovery_data, validate};
-use crate::{Env, FaultSite, Proceed, Protocol, Reply, StoreOp, StoreReply};
+use crate::execution::{completion, declined, recovery_data, validate};
+use crate::{ChargeAnswer, Env, FaultSite, Proceed, Protocol, Reply, StoreOp, StoreReply};
 use idemsim_model::{
     decide, Attempt, Claim, Decision, Effects, Event, Fingerprint, RecoveryPoint, Request, RequestId, Scope, SimTime,
     Takeover, WriteOutcome,
@@ -103,16 +103,20 @@ impl Execution<'_> {
             return Some(reply);
         }
         env.sleep_ms(env.work_ms()).await;
-        let mut charge = None;
+        let mut paid = Paid::Nothing;
         if Effects::of_path(&self.request.path).external {
             match self.charge(p, attempt, resume).await {
-                Ok(id) => charge = Some(id),
+                Ok(outcome) => paid = outcome,
                 Err(reply) => return Some(reply),
             }
         }
-        let charged = charge.is_some();
-        let mut completion =
-            completion(scope, self.created_at, self.request, charge.as_deref(), env.stamp(attempt).as_deref());
+        let charged = matches!(paid, Paid::Charged(_));
+        let stamp = env.stamp(attempt);
+        let mut completion = match &paid {
+            Paid::Declined => declined(scope, self.request, stamp.as_deref()),
+            Paid::Charged(id) => completion(scope, self.created_at, self.request, Some(id), stamp.as_deref()),
+            Paid::Nothing => completion(scope, self.created_at, self.request, None, stamp.as_deref()),
+        };
         if let Err(reply) = p.before_commit(env, scope, attempt, &mut completion).await {
             return Some(reply);
         }
@@ -131,13 +135,14 @@ impl Execution<'_> {
     }
 
     /// Recovery point (unless the one resumed from has the key), then the
-    /// dependency with the protocol's downstream key.
+    /// dependency with the protocol's downstream key: charged or declined,
+    /// or the reply to send when it refused or did not answer.
     async fn charge<P: Protocol + ?Sized>(
         &self,
         p: &P,
         attempt: Attempt,
         resume: Option<RecoveryPoint>,
-    ) -> Result<String, Reply> {
+    ) -> Result<Paid, Reply> {
         let (env, scope) = (self.env, self.scope);
         let recorded = resume.map(|point| point.downstream_key);
         let key = p.downstream_key(scope, self.fingerprint, attempt, recorded.as_ref());
@@ -150,11 +155,34 @@ impl Execution<'_> {
             }
         }
         match env.charge(scope, attempt, key, self.request).await {
-            Some(charge_id) => Ok(charge_id),
-            None => {
-                let reply = Reply::unavailable("payment provider timed out", env.settings());
-                Err(p.dependency_failed(env, scope, attempt, reply).await)
+            ChargeAnswer::Charged(id) => Ok(Paid::Charged(id)),
+            ChargeAnswer::Declined => Ok(Paid::Declined),
+            answer => {
+                let reply = failure_reply(&answer, env.settings());
+                Err(p.dependency_failed(env, scope, attempt, &answer, reply).await)
             }
         }
     }
+}
+
+/// The 503 for a dependency that refused for now (with its `Retry-After`
+/// when longer than ours) or did not answer.
+pub(crate) fn failure_reply(answer: &ChargeAnswer, settings: &crate::ProtocolSettings) -> Reply {
+    match answer {
+        ChargeAnswer::Unavailable { retry_after_ms } => {
+            let reply = Reply::unavailable("payment provider unavailable", settings);
+            Reply { retry_after_ms: reply.retry_after_ms.max(*retry_after_ms), ..reply }
+        }
+        _ => Reply::unavailable("payment provider timed out", settings),
+    }
+}
+
+/// What the dependency call left the execution with.
+enum Paid {
+    /// No external effect on this path.
+    Nothing,
+    /// Charged: the charge's id.
+    Charged(String),
+    /// Declined for good: the operation completes with a 402.
+    Declined,
 }

@@ -7,7 +7,7 @@
 //! shared by every environment.
 
 use crate::execution::downstream_key;
-use crate::{ClientEnv, Env, Reply, StoreOp, StoreReply};
+use crate::{ChargeAnswer, ClientEnv, Env, Reply, StoreOp, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, DownstreamKey, Fingerprint, Record, Request, RequestId, Scope, SimTime, StoredResponse,
@@ -173,11 +173,22 @@ pub trait Protocol: Send + Sync {
         env.store(StoreOp::Complete { scope: scope.clone(), attempt, completion }).await
     }
 
-    /// Section 6: the dependency failed or did not answer. Correctly, the
-    /// record stays `in_progress` with its recovery point (a retry or the
-    /// reconciler resumes it with the same downstream key) and the client
-    /// gets `reply`, a transient 503.
-    async fn dependency_failed(&self, _env: &dyn Env, _scope: &Scope, _attempt: Attempt, reply: Reply) -> Reply {
+    /// Section 6: the dependency refused for now (`answer` is
+    /// [`ChargeAnswer::Unavailable`]) or did not answer
+    /// ([`ChargeAnswer::Unknown`]: the charge may have gone through).
+    /// Correctly, in both cases, the record stays `in_progress` with its
+    /// recovery point (a retry or the reconciler resumes it with the same
+    /// downstream key, which the dependency collapses onto the charge if
+    /// there was one) and the client gets `reply`, a transient 503 with the
+    /// dependency's `Retry-After` if longer than ours.
+    async fn dependency_failed(
+        &self,
+        _env: &dyn Env,
+        _scope: &Scope,
+        _attempt: Attempt,
+        _answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
         reply
     }
 
@@ -308,8 +319,15 @@ impl<P: Protocol + ?Sized> Protocol for std::sync::Arc<P> {
     async fn complete(&self, env: &dyn Env, s: &Scope, attempt: Attempt, completion: Completion) -> Option<StoreReply> {
         (**self).complete(env, s, attempt, completion).await
     }
-    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, attempt: Attempt, reply: Reply) -> Reply {
-        (**self).dependency_failed(env, s, attempt, reply).await
+    async fn dependency_failed(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        attempt: Attempt,
+        answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
+        (**self).dependency_failed(env, s, attempt, answer, reply).await
     }
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
         (**self).sweep(env, now, window_ms).await

@@ -135,6 +135,10 @@ step!(
         Stable = "stable",
         /// Derived from the attempt, so a resumed execution charges again.
         PerAttempt = "per-attempt",
+        /// Made up by each execution and saved in the recovery point, reused
+        /// by a resumer that reads it there: a takeover decided on a read
+        /// from before the recovery point charges again.
+        PerExecution = "per-execution",
     }
 );
 
@@ -167,6 +171,9 @@ step!(
         /// Complete the record with the 503: every retry replays a
         /// transient error, though the charge may have gone through.
         StoreError = "store-error",
+        /// Release the record so the retry executes at once: the charge
+        /// may have gone through when the dependency did not answer.
+        Release = "release",
     }
 );
 
@@ -318,6 +325,10 @@ pub enum Variant {
     SweepWindowShort,
     /// [`SweepStep::DeletesUnfinished`].
     SweepDeletesUnfinished,
+    /// [`DependencyFailureStep::Release`].
+    ReleaseOnProviderTimeout,
+    /// [`DownstreamKeyStep::PerExecution`].
+    ProviderKeyPerExecution,
     /// [`RetryStep::On4xx`].
     RetryOn4xx,
     /// [`RetryStep::NewKey`].
@@ -330,7 +341,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, correct first.
-    pub const ALL: [Variant; 24] = [
+    pub const ALL: [Variant; 26] = [
         Variant::Correct,
         Variant::CheckThenInsert,
         Variant::LockAroundLookup,
@@ -351,6 +362,8 @@ impl Variant {
         Variant::PublishBeforeCommit,
         Variant::SweepWindowShort,
         Variant::SweepDeletesUnfinished,
+        Variant::ReleaseOnProviderTimeout,
+        Variant::ProviderKeyPerExecution,
         Variant::RetryOn4xx,
         Variant::NewKeyPerRetry,
         Variant::NoJitter,
@@ -380,6 +393,8 @@ impl Variant {
             Variant::PublishBeforeCommit => "publish-before-commit",
             Variant::SweepWindowShort => "sweep-window-short",
             Variant::SweepDeletesUnfinished => "sweep-deletes-unfinished",
+            Variant::ReleaseOnProviderTimeout => "release-on-provider-timeout",
+            Variant::ProviderKeyPerExecution => "provider-key-per-execution",
             Variant::RetryOn4xx => "retry-on-4xx",
             Variant::NewKeyPerRetry => "new-key-per-retry",
             Variant::NoJitter => "no-jitter",
@@ -416,6 +431,8 @@ impl Variant {
             Variant::PublishBeforeCommit => Steps { publish: PublishStep::BeforeCommit, ..c },
             Variant::SweepWindowShort => Steps { sweep: SweepStep::ShortWindow, ..c },
             Variant::SweepDeletesUnfinished => Steps { sweep: SweepStep::DeletesUnfinished, ..c },
+            Variant::ReleaseOnProviderTimeout => Steps { dependency_failure: DependencyFailureStep::Release, ..c },
+            Variant::ProviderKeyPerExecution => Steps { downstream_key: DownstreamKeyStep::PerExecution, ..c },
             Variant::RetryOn4xx => Steps { retry: RetryStep::On4xx, ..c },
             Variant::NewKeyPerRetry => Steps { retry: RetryStep::NewKey, ..c },
             Variant::NoJitter => Steps { retry: RetryStep::NoJitter, ..c },

@@ -1,7 +1,7 @@
 //! A broken read (section 4: whoever did not insert reads the existing row
 //! and answers by the table): the record comes from a per-server cache.
 
-use crate::{Claimed, ClientEnv, Env, Protocol, Reply, StoreReply};
+use crate::{ChargeAnswer, Claimed, ClientEnv, Env, Protocol, Reply, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Claim, Completion, DownstreamKey, Fingerprint, NodeId, Record, Request, Scope, SimTime, StoredResponse,
@@ -111,8 +111,15 @@ impl<P: Protocol> Protocol for StaleCache<P> {
     async fn complete(&self, env: &dyn Env, s: &Scope, attempt: Attempt, completion: Completion) -> Option<StoreReply> {
         self.inner.complete(env, s, attempt, completion).await
     }
-    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, attempt: Attempt, reply: Reply) -> Reply {
-        self.inner.dependency_failed(env, s, attempt, reply).await
+    async fn dependency_failed(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        attempt: Attempt,
+        answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
+        self.inner.dependency_failed(env, s, attempt, answer, reply).await
     }
     async fn sweep(&self, env: &dyn Env, now: SimTime, window_ms: u64) {
         self.inner.sweep(env, now, window_ms).await

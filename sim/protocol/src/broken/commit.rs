@@ -1,7 +1,7 @@
 //! Broken commits (sections 5 and 6): work done before the completing
 //! transaction instead of in it.
 
-use crate::{Env, Protocol, Reply, StoreOp};
+use crate::{ChargeAnswer, Env, Protocol, Reply, StoreOp};
 use async_trait::async_trait;
 use idemsim_model::{Attempt, Completion, Event, OutboxEntry, Scope};
 
@@ -17,9 +17,51 @@ impl Protocol for TransientErrorStored {
     fn name(&self) -> String {
         "transient-error-stored".into()
     }
-    async fn dependency_failed(&self, env: &dyn Env, scope: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+    async fn dependency_failed(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        attempt: Attempt,
+        _answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
         store_the_error(self, env, scope, attempt, reply).await
     }
+}
+
+/// `dependency-failure: release`: when the dependency refuses or does not
+/// answer, the handler releases the record so that the client's retry
+/// executes at once instead of waiting out the lease. Safe when the
+/// dependency said it charged nothing (429, 503); not when it did not
+/// answer: the charge may have gone through, the release forgets it, and
+/// the recovery point with its downstream key goes with it. A retry with
+/// the same body collapses onto the charge by luck (its key is derived
+/// again), but a retry with another body charges a second time, and a
+/// client that gives up leaves a charge no record knows of.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReleaseOnProviderTimeout;
+
+#[async_trait]
+impl Protocol for ReleaseOnProviderTimeout {
+    fn name(&self) -> String {
+        "release-on-provider-timeout".into()
+    }
+    async fn dependency_failed(
+        &self,
+        env: &dyn Env,
+        scope: &Scope,
+        attempt: Attempt,
+        _answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
+        release_for_retry(env, scope, attempt, reply).await
+    }
+}
+
+/// Releases the record `attempt` holds, and answers `reply`.
+pub(crate) async fn release_for_retry(env: &dyn Env, scope: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+    let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
+    reply
 }
 
 /// Completes the record with `reply` (through `p`'s completion step), and

@@ -50,6 +50,33 @@ impl Protocol for DownstreamKeyFromAttempt {
     }
 }
 
+/// `downstream-key: per-execution`: each execution makes up a fresh
+/// provider key (here, from its attempt) and saves it in the recovery
+/// point; a resumer reuses the key it read there. It looks as safe as the
+/// correct key, and is not: a request that read the record before the
+/// holder wrote its recovery point, and then takes it over, finds no key
+/// to reuse and makes up its own, so the provider charges twice. The
+/// correct protocol survives that read because its key is a pure function
+/// of the request (scope and fingerprint): whoever derives it, derives the
+/// same one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProviderKeyPerExecution;
+
+impl Protocol for ProviderKeyPerExecution {
+    fn name(&self) -> String {
+        "provider-key-per-execution".into()
+    }
+    fn downstream_key(
+        &self,
+        scope: &Scope,
+        _fp: &Fingerprint,
+        attempt: Attempt,
+        recorded: Option<&DownstreamKey>,
+    ) -> DownstreamKey {
+        recorded.cloned().unwrap_or_else(|| attempt_downstream_key(scope, attempt))
+    }
+}
+
 /// `completion: unfenced`: `UPDATE ... WHERE caller=? AND key=?` without
 /// `AND attempt=?`. Written through the store's API: when the fenced write
 /// is refused, the record is read and completed with whatever attempt

@@ -13,8 +13,8 @@ mod sweep;
 
 pub use cache::StaleCache;
 pub use claim::{CheckThenInsert, LockAroundLookup, PerProcessLock};
-pub use commit::{EffectOwnTransaction, PublishBeforeCommit, TransientErrorStored};
-pub use fencing::{DownstreamKeyFromAttempt, TakeoverWithoutBump, UnfencedCompletion};
+pub use commit::{EffectOwnTransaction, PublishBeforeCommit, ReleaseOnProviderTimeout, TransientErrorStored};
+pub use fencing::{DownstreamKeyFromAttempt, ProviderKeyPerExecution, TakeoverWithoutBump, UnfencedCompletion};
 pub use record::{
     FingerprintNotCompared, FingerprintWithoutPath, KeyIncludesBody, KeyNotScoped, LeaseShorterThanWork, NoLease,
     ValidationStored, ENDLESS_LEASE_MS,
@@ -23,7 +23,7 @@ pub use retry::{NewKeyPerRetry, NoJitter, RetryOn4xx, ThreeLayerRetries};
 pub use sweep::{SweepDeletesUnfinished, SweepWindowShort, SHORT_WINDOW_MS};
 
 use crate::variant::*;
-use crate::{Claimed, ClientEnv, Correct, Env, Protocol, Reply, StoreReply};
+use crate::{ChargeAnswer, Claimed, ClientEnv, Correct, Env, Protocol, Reply, StoreReply};
 use async_trait::async_trait;
 use idemsim_model::{
     Attempt, Completion, DownstreamKey, Fingerprint, Record, Request, Scope, SimTime, StoredResponse, Takeover,
@@ -133,6 +133,7 @@ impl Protocol for Steps {
         match self.downstream_key {
             DownstreamKeyStep::Stable => Correct.downstream_key(s, fp, attempt, recorded),
             DownstreamKeyStep::PerAttempt => DownstreamKeyFromAttempt.downstream_key(s, fp, attempt, recorded),
+            DownstreamKeyStep::PerExecution => ProviderKeyPerExecution.downstream_key(s, fp, attempt, recorded),
         }
     }
 
@@ -159,10 +160,18 @@ impl Protocol for Steps {
         }
     }
 
-    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, attempt: Attempt, reply: Reply) -> Reply {
+    async fn dependency_failed(
+        &self,
+        env: &dyn Env,
+        s: &Scope,
+        attempt: Attempt,
+        answer: &ChargeAnswer,
+        reply: Reply,
+    ) -> Reply {
         match self.dependency_failure {
-            DependencyFailureStep::LeaveInProgress => Correct.dependency_failed(env, s, attempt, reply).await,
+            DependencyFailureStep::LeaveInProgress => Correct.dependency_failed(env, s, attempt, answer, reply).await,
             DependencyFailureStep::StoreError => commit::store_the_error(self, env, s, attempt, reply).await,
+            DependencyFailureStep::Release => commit::release_for_retry(env, s, attempt, reply).await,
         }
     }
 
@@ -241,6 +250,8 @@ impl Variant {
             Variant::PublishBeforeCommit => Arc::new(PublishBeforeCommit),
             Variant::SweepWindowShort => Arc::new(SweepWindowShort),
             Variant::SweepDeletesUnfinished => Arc::new(SweepDeletesUnfinished),
+            Variant::ReleaseOnProviderTimeout => Arc::new(ReleaseOnProviderTimeout),
+            Variant::ProviderKeyPerExecution => Arc::new(ProviderKeyPerExecution),
             Variant::RetryOn4xx => Arc::new(RetryOn4xx),
             Variant::NewKeyPerRetry => Arc::new(NewKeyPerRetry),
             Variant::NoJitter => Arc::new(NoJitter),
