@@ -313,3 +313,84 @@ fn a_store_that_revives_released_rows_is_judged_by_what_it_swept() {
     }
     assert!(report.coverage_total.record_swept > 0, "records were swept: the expiry pass is not vacuous");
 }
+
+/// Releases the record whenever the payment provider did not charge,
+/// timeouts included, "so the client's retry goes through at once".
+#[derive(Clone, Copy, Debug, Default)]
+struct ReleaseOnAnyProviderFailure;
+
+/// Releases the record only when the provider said it charged nothing
+/// (429, 503); on a timeout the record stays `in_progress`. A safe
+/// refinement of the correct step.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReleaseOnlyWhenRefused;
+
+async fn release(env: &dyn Env, scope: &Scope, attempt: Attempt) {
+    let _ = env.store(StoreOp::Release { scope: scope.clone(), attempt }).await;
+}
+
+#[async_trait]
+impl Protocol for ReleaseOnAnyProviderFailure {
+    fn name(&self) -> String {
+        "release-on-any-provider-failure".into()
+    }
+    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, a: Attempt, _: &ChargeAnswer, r: Reply) -> Reply {
+        release(env, s, a).await;
+        r
+    }
+}
+
+#[async_trait]
+impl Protocol for ReleaseOnlyWhenRefused {
+    fn name(&self) -> String {
+        "release-only-when-refused".into()
+    }
+    async fn dependency_failed(&self, env: &dyn Env, s: &Scope, a: Attempt, answer: &ChargeAnswer, r: Reply) -> Reply {
+        if matches!(answer, ChargeAnswer::Unavailable { .. }) {
+            release(env, s, a).await;
+        }
+        r
+    }
+}
+
+/// Makes up a provider key per execution (from its attempt, as a UUID
+/// would be) and reuses one it finds saved in the recovery point.
+#[derive(Clone, Copy, Debug, Default)]
+struct SavedKeyPerExecution;
+
+impl Protocol for SavedKeyPerExecution {
+    fn name(&self) -> String {
+        "saved-key-per-execution".into()
+    }
+    fn downstream_key(&self, s: &Scope, _: &Fingerprint, a: Attempt, saved: Option<&DownstreamKey>) -> DownstreamKey {
+        saved.cloned().unwrap_or_else(|| DownstreamKey(format!("uuid:{s}:{}", a.0).into()))
+    }
+}
+
+#[test]
+fn payment_timeouts_judge_what_the_provider_did_not_what_the_server_assumed() {
+    let mut sim = Simulation::scenario("payment-timeout").unwrap();
+    sim.seeds(0..300).jobs(2);
+    // A release on a timeout forgets a charge that went through.
+    sim.protocol(ReleaseOnAnyProviderFailure);
+    let report = sweep(&mut sim);
+    let first = report.failures.first().expect("releasing on a timeout is caught");
+    let by = |p: Property| report.failures.iter().any(|f| f.violations.iter().any(|v| v.property == p));
+    assert!(by(Property::AtMostOnce), "a retry with another body charges again: {:?}", first.violations);
+    assert!(by(Property::Liveness), "a client that gives up leaves an orphaned charge");
+    // A key made up per execution charges twice after a stale read.
+    sim.protocol(SavedKeyPerExecution);
+    let first = sweep(&mut sim).failures.into_iter().next().expect("a key per execution is caught");
+    assert!(first.violations.iter().any(|v| v.property == Property::AtMostOnce), "{:?}", first.violations);
+    // Without the bugs: releasing only on a refusal that charged nothing is
+    // safe, and so is the correct step; both run clean, with the provider's
+    // late answers and refusals reached.
+    for protocol in [Arc::new(ReleaseOnlyWhenRefused) as Arc<dyn Protocol>, Arc::new(Correct)] {
+        let name = protocol.name();
+        sim.protocol(protocol);
+        let report = sweep(&mut sim);
+        assert!(report.failures.is_empty(), "{name}: {:?}", report.failures.first().map(|f| &f.violations));
+        let c = &report.coverage_total;
+        assert!(c.provider_answered_late > 0 && c.provider_refused > 0, "{name}: the provider misbehaved");
+    }
+}

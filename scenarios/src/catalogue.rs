@@ -19,6 +19,7 @@ pub fn all() -> Vec<Scenario> {
         expiry_window(),
         retry_storm(),
         outbox(),
+        payment_timeout(),
     ]
 }
 
@@ -165,6 +166,54 @@ fn outbox() -> Scenario {
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::PublishBeforeCommit, Expect::Violates(Property::Outbox)),
+        ]),
+        variants: Default::default(),
+        reproduces: None,
+    }
+}
+
+fn payment_timeout() -> Scenario {
+    let mut config = mix(|m| {
+        m.orders = 0;
+        m.charges = 4;
+        m.checkout = 2;
+        m.mismatch = 2;
+        m.concurrent_duplicate = 3;
+    });
+    // The provider's answers are drawn around the servers' timeout for it,
+    // the pauses and clock offsets around the lease: the subject's settings.
+    let (timeout_ms, lease_ms) = (config.protocol.downstream_timeout_ms, config.protocol.lease_ms);
+    config.faults = FaultSettings::Pinned(FaultProfile {
+        latency_ms: [1, 60],
+        provider_slow_permille: 400,
+        provider_slow_ms_max: 4 * timeout_ms,
+        provider_unavailable_permille: 150,
+        provider_retry_after_ms_max: 2 * timeout_ms,
+        provider_decline_permille: 100,
+        pauses: 4,
+        pause_ms_max: 3 * lease_ms,
+        skew_ms_max: 2 * lease_ms,
+        ..FaultProfile::calm()
+    });
+    Scenario {
+        name: "payment-timeout".into(),
+        lesson: "The payment provider is slow, refuses for now (429 or 503 with Retry-After), and declines cards \
+                 (402). A timeout tells the server nothing: the charge may have gone through. The record must stay \
+                 in_progress with its recovery point, and whoever resumes it (the retry after the lease, or the \
+                 reconciler) calls the provider again with the same key, which it collapses onto the charge; a \
+                 decline is the operation's answer, stored and replayed like a success. Release the record on a \
+                 timeout and the charge is forgotten: a retry with another body charges again, and a client that \
+                 gives up leaves a charge no record knows of. Make up a new provider key per execution, saved in \
+                 the recovery point, and a retry that read the record before the holder saved its key takes it \
+                 over and charges again: the correct key is a pure function of the request."
+            .into(),
+        config,
+        sometimes: ["provider_answered_late", "provider_refused", "takeover", "replay"].map(String::from).to_vec(),
+        expect: expect(&[
+            (Variant::Correct, Expect::Clean),
+            (Variant::ReleaseOnProviderTimeout, Expect::Violates(Property::AtMostOnce)),
+            (Variant::ProviderKeyPerExecution, Expect::Violates(Property::AtMostOnce)),
+            (Variant::TransientErrorStored, Expect::Violates(Property::Liveness)),
         ]),
         variants: Default::default(),
         reproduces: None,
