@@ -94,3 +94,39 @@ fn the_same_seed_draws_the_same_failure() {
     };
     assert_eq!(run(7), run(7));
 }
+
+/// `stage_outbox` (the outbox row written on its own, which only a broken
+/// protocol asks for) queues its messages after the ones committed before
+/// it, with their record, on every bundled store, as on the model. Real
+/// servers skip visibly when absent (and fail under `CI=true`).
+#[test]
+fn every_bundled_store_stages_outbox_messages_as_the_model_does() {
+    use idemsim::target::StoreTarget;
+    use idemsim_model::{Bytes, Completion, Fingerprint, MessageId, OutboxMessage, RefStore, SimTime, StoredResponse};
+    use idemsim_tests::real::{mysql_url, pg_url, redis_url, server_or_skip};
+    let message = |id: &str| OutboxMessage { id: MessageId(id.into()), topic: "t".into(), payload: Bytes::text("{}") };
+    let (done, alone) = (idemsim_model::Scope::new("alice", "k1"), idemsim_model::Scope::new("bob", "k1"));
+    let fp = Fingerprint::of("POST", "/checkout", b"{}");
+    let completion =
+        Completion { response: StoredResponse::new(201, "{}"), local_effect: None, outbox: vec![message("m-a")] };
+    let mut model = RefStore::new();
+    model.claim(&done, &fp, SimTime(0), 1_000);
+    model.complete(&done, idemsim_model::Attempt(1), &completion);
+    model.stage_outbox(&alone, &[message("m-b"), message("m-c")]);
+    let expected = model.outbox_pending(10);
+    let mut targets = vec![StoreTarget::Mem, StoreTarget::Sqlite];
+    targets.extend(server_or_skip("PostgreSQL", pg_url()).map(StoreTarget::Pg));
+    targets.extend(server_or_skip("MariaDB", mysql_url()).map(StoreTarget::MySql));
+    targets.extend(server_or_skip("Redis", redis_url()).map(StoreTarget::Redis));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for target in targets {
+        let pending = rt.block_on(async {
+            let (store, _) = target.open("idemsim_stage_outbox", 1, None).await.unwrap();
+            store.claim(&done, &fp, SimTime(0), 1_000).await.unwrap();
+            store.complete(&done, idemsim_model::Attempt(1), &completion).await.unwrap();
+            store.stage_outbox(&alone, &[message("m-b"), message("m-c")]).await.unwrap();
+            store.outbox_pending(10).await.unwrap()
+        });
+        assert_eq!(pending, expected, "{target:?}");
+    }
+}

@@ -380,6 +380,19 @@ pub enum Event {
         /// Outbox messages committed with it.
         outbox: Vec<MessageId>,
     },
+    /// Outbox messages were queued in a transaction of their own, outside
+    /// any completion (a protocol that writes its outbox row after the
+    /// completion; the correct one never does).
+    OutboxStaged {
+        /// Who wrote them.
+        by: Origin,
+        /// The record they belong to.
+        scope: Scope,
+        /// The writer's attempt.
+        attempt: Attempt,
+        /// The messages queued.
+        outbox: Vec<MessageId>,
+    },
     /// A release (delete of an unstored execution) was accepted.
     Released {
         /// Who released.
@@ -508,6 +521,7 @@ impl Event {
             | Event::LocalEffectCommitted { scope, .. }
             | Event::CompletionWritten { scope, .. }
             | Event::Released { scope, .. }
+            | Event::OutboxStaged { scope, .. }
             | Event::WriteFenced { scope, .. }
             | Event::RecordSwept { scope, .. }
             | Event::DownstreamCalled { scope, .. }
@@ -532,6 +546,7 @@ impl Event {
             | Event::LocalEffectCommitted { by, .. }
             | Event::CompletionWritten { by, .. }
             | Event::Released { by, .. }
+            | Event::OutboxStaged { by, .. }
             | Event::WriteFenced { by, .. }
             | Event::DownstreamCalled { by, .. } => Some(*by),
             _ => None,

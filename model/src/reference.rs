@@ -4,7 +4,8 @@ use crate::fingerprint::Fingerprint;
 use crate::ids::{Attempt, MessageId, Scope, SimTime};
 use crate::lookup::Lookup;
 use crate::record::{
-    Claim, Completion, LocalEffect, OutboxEntry, Record, RecordState, RecoveryPoint, Takeover, WriteOutcome,
+    Claim, Completion, LocalEffect, OutboxEntry, OutboxMessage, Record, RecordState, RecoveryPoint, Takeover,
+    WriteOutcome,
 };
 
 /// The store operations of docs/protocol.md §4 to §8 over hash maps, one
@@ -90,6 +91,16 @@ impl RefStore {
             self.outbox.push((entry, false));
         }
         WriteOutcome::Applied
+    }
+
+    /// Queues outbox messages for `scope` on their own, outside any
+    /// completion (an application that writes its outbox row in a
+    /// transaction of its own): nothing about the record is checked.
+    pub fn stage_outbox(&mut self, scope: &Scope, messages: &[OutboxMessage]) {
+        for message in messages {
+            let entry = OutboxEntry { scope: scope.clone(), message: message.clone() };
+            self.outbox.push((entry, false));
+        }
     }
 
     /// Releases the record (an execution that must not be stored, such as a

@@ -129,6 +129,10 @@ pub fn describe(event: &Event) -> String {
                 (status, None) => format!("answers {status} for {scope} (key {key}){late}"),
             }
         }
+        Event::OutboxStaged { by, scope, attempt, outbox } => {
+            let ids: Vec<&str> = outbox.iter().map(|id| &*id.0).collect();
+            format!("{} queues outbox message {} of {scope} on its own (attempt {attempt})", who(by), ids.join(", "))
+        }
         Event::MessagePublished { id, .. } => format!("publishes message {}", id.0),
         Event::MessageConsumed { id, applied, .. } => {
             format!("consumes message {}{}", id.0, if *applied { "" } else { " (duplicate, ignored)" })

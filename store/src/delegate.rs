@@ -5,8 +5,8 @@
 use crate::{CrashDurability, IdempotencyStore, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
-    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
-    SimTime, Takeover, WriteOutcome,
+    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, OutboxMessage, Record, RecoveryPoint,
+    Scope, SimTime, Takeover, WriteOutcome,
 };
 
 /// A store on top of [`inner`](Delegate::inner): every step is a provided
@@ -107,6 +107,10 @@ pub trait Delegate: Send + Sync {
     fn durability(&self) -> Option<&dyn CrashDurability> {
         self.inner().durability()
     }
+    /// See [`IdempotencyStore::stage_outbox`].
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        self.inner().stage_outbox(scope, messages).await
+    }
 }
 
 #[async_trait]
@@ -149,5 +153,8 @@ impl<D: Delegate> IdempotencyStore for D {
     }
     fn durability(&self) -> Option<&dyn CrashDurability> {
         Delegate::durability(self)
+    }
+    async fn stage_outbox(&self, s: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        Delegate::stage_outbox(self, s, messages).await
     }
 }

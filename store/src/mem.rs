@@ -3,8 +3,8 @@
 use crate::{CrashDurability, IdempotencyStore, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
-    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, RefStore,
-    Scope, SimTime, Takeover, WriteOutcome,
+    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, OutboxMessage, Record, RecoveryPoint,
+    RefStore, Scope, SimTime, Takeover, WriteOutcome,
 };
 use std::sync::{Mutex, MutexGuard};
 
@@ -145,5 +145,10 @@ impl IdempotencyStore for MemStore {
 
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
         Ok(self.lock().outbox_mark_published(id))
+    }
+
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        self.lock().stage_outbox(scope, messages);
+        Ok(())
     }
 }

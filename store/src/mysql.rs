@@ -343,12 +343,7 @@ impl IdempotencyStore for MySqlStore {
             let sql = "INSERT INTO idem_effects (caller, `key`, effect_id, data) VALUES (?, ?, ?, ?)";
             tx.exec_drop(sql, (caller, key, effect.id.as_str(), effect.data.0.as_slice())).await.map_err(map_err)?;
         }
-        for m in &completion.outbox {
-            let sql = "INSERT INTO idem_outbox (message_id, caller, `key`, topic, payload) VALUES (?, ?, ?, ?, ?)";
-            tx.exec_drop(sql, (m.id.0.as_str(), caller, key, m.topic.as_str(), m.payload.0.as_slice()))
-                .await
-                .map_err(map_err)?;
-        }
+        insert_outbox(&mut tx, scope, &completion.outbox).await?;
         tx.commit().await.map_err(map_err)?;
         Ok(WriteOutcome::Applied)
     }
@@ -438,4 +433,26 @@ impl IdempotencyStore for MySqlStore {
             .map_err(map_err)?;
         Ok(c.affected_rows() > 0)
     }
+
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
+        insert_outbox(&mut tx, scope, messages).await?;
+        tx.commit().await.map_err(map_err)
+    }
+}
+
+/// Queues `messages` for `scope` in the transaction `tx`.
+async fn insert_outbox(
+    tx: &mut mysql_async::Transaction<'_>,
+    scope: &Scope,
+    messages: &[OutboxMessage],
+) -> Result<(), StoreError> {
+    let (caller, key) = (scope.caller.0.as_str(), scope.key.0.as_str());
+    let sql = "INSERT INTO idem_outbox (message_id, caller, `key`, topic, payload) VALUES (?, ?, ?, ?, ?)";
+    for m in messages {
+        let row = (m.id.0.as_str(), caller, key, m.topic.as_str(), m.payload.0.as_slice());
+        tx.exec_drop(sql, row).await.map_err(map_err)?;
+    }
+    Ok(())
 }

@@ -340,15 +340,7 @@ impl IdempotencyStore for PgStore {
                 .await
                 .map_err(map_err)?;
         }
-        for m in &completion.outbox {
-            let sql = "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES ($1, $2, $3, $4, $5)";
-            tx.execute(
-                sql,
-                &[&m.id.0.as_str(), &scope.caller.0.as_str(), &scope.key.0.as_str(), &m.topic, &m.payload.0],
-            )
-            .await
-            .map_err(map_err)?;
-        }
+        insert_outbox(&tx, scope, &completion.outbox).await?;
         tx.commit().await.map_err(map_err)?;
         Ok(WriteOutcome::Applied)
     }
@@ -443,4 +435,31 @@ impl IdempotencyStore for PgStore {
             .map_err(map_err)?;
         Ok(changed > 0)
     }
+
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        let mut guard = self.conn().await?;
+        let tx = guard.as_mut().expect("conn() connects").transaction().await.map_err(map_err)?;
+        insert_outbox(&tx, scope, messages).await?;
+        tx.commit().await.map_err(map_err)
+    }
+}
+
+/// Queues `messages` for `scope` in the transaction `tx`.
+async fn insert_outbox(
+    tx: &tokio_postgres::Transaction<'_>,
+    scope: &Scope,
+    messages: &[OutboxMessage],
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES ($1, $2, $3, $4, $5)";
+    for m in messages {
+        let row = [
+            &m.id.0.as_str() as &(dyn tokio_postgres::types::ToSql + Sync),
+            &scope.caller.0.as_str(),
+            &scope.key.0.as_str(),
+            &m.topic,
+            &m.payload.0,
+        ];
+        tx.execute(sql, &row).await.map_err(map_err)?;
+    }
+    Ok(())
 }

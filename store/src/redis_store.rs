@@ -35,6 +35,7 @@ struct Scripts {
     stale: Script,
     outbox_pending: Script,
     mark_published: Script,
+    stage_outbox: Script,
 }
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| {
@@ -52,6 +53,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| {
         stale: Script::new(include_str!("../redis/stale_in_progress.lua")),
         outbox_pending: Script::new(include_str!("../redis/outbox_pending.lua")),
         mark_published: Script::new(include_str!("../redis/outbox_mark_published.lua")),
+        stage_outbox: Script::new(include_str!("../redis/stage_outbox.lua")),
     }
 });
 
@@ -497,5 +499,14 @@ impl IdempotencyStore for RedisStore {
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
         let reply = self.eval(&SCRIPTS.mark_published, &[id.0.as_bytes()], true).await?;
         Ok(int(&reply) == Some(1))
+    }
+
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        let (m, n) = (member(scope)?, num(messages.len() as u64));
+        let mut args: Vec<&[u8]> = vec![&m, &n];
+        for message in messages {
+            args.extend([message.id.0.as_bytes(), message.topic.as_bytes(), &message.payload.0[..]]);
+        }
+        self.eval(&SCRIPTS.stage_outbox, &args, true).await.map(|_| ())
     }
 }

@@ -204,13 +204,7 @@ impl IdempotencyStore for SqliteStore {
                 )
                 .map_err(map_err)?;
             }
-            for m in &completion.outbox {
-                tx.execute(
-                    "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![m.id.0.as_str(), scope.caller.0.as_str(), scope.key.0.as_str(), m.topic, m.payload.0],
-                )
-                .map_err(map_err)?;
-            }
+            insert_outbox(tx, scope, &completion.outbox)?;
             Ok(WriteOutcome::Applied)
         })
     }
@@ -310,6 +304,22 @@ impl IdempotencyStore for SqliteStore {
             .map_err(map_err)?;
         Ok(changed > 0)
     }
+
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        self.transaction(|tx| insert_outbox(tx, scope, messages))
+    }
+}
+
+/// Queues `messages` for `scope` in the transaction `tx`.
+fn insert_outbox(tx: &rusqlite::Transaction<'_>, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+    for m in messages {
+        tx.execute(
+            "INSERT INTO idem_outbox (message_id, caller, key, topic, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![m.id.0.as_str(), scope.caller.0.as_str(), scope.key.0.as_str(), m.topic, m.payload.0],
+        )
+        .map_err(map_err)?;
+    }
+    Ok(())
 }
 
 fn select_record(conn: &Connection, scope: &Scope) -> Result<Option<Record>, StoreError> {

@@ -3,8 +3,8 @@
 use crate::{CrashDurability, StoreError};
 use async_trait::async_trait;
 use idemsim_model::{
-    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
-    SimTime, Takeover, WriteOutcome,
+    Attempt, Claim, Completion, Fingerprint, LocalEffect, MessageId, OutboxEntry, OutboxMessage, Record, RecoveryPoint,
+    Scope, SimTime, Takeover, WriteOutcome,
 };
 
 /// Storage for idempotency records. Every method is one atomic operation in
@@ -94,6 +94,18 @@ pub trait IdempotencyStore: Send + Sync {
     fn durability(&self) -> Option<&dyn CrashDurability> {
         None
     }
+
+    /// Queues outbox messages for `scope` in a transaction of their own,
+    /// outside any completion, checking nothing about the record. The
+    /// correct protocol never asks for it (its messages commit with the
+    /// completion); it is here so that a protocol that writes its outbox
+    /// row after the completion can be written and judged. Message ids are
+    /// unique; a store may refuse a duplicate with `Conflict`. The default
+    /// refuses: a store that does not offer it says so.
+    async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        let _ = (scope, messages);
+        Err(StoreError::Unavailable(format!("store '{}' does not implement stage_outbox", self.name())))
+    }
 }
 
 /// A shared store is a store (so `Arc<dyn IdempotencyStore>` can be checked).
@@ -134,6 +146,9 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for std::sync::Arc<T> {
     }
     async fn outbox_mark_published(&self, id: &MessageId) -> Result<bool, StoreError> {
         (**self).outbox_mark_published(id).await
+    }
+    async fn stage_outbox(&self, s: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
+        (**self).stage_outbox(s, messages).await
     }
     fn durability(&self) -> Option<&dyn CrashDurability> {
         (**self).durability()

@@ -3,22 +3,77 @@
 //! (by message id) by the end of the run. Since consumers dedup by id, a
 //! completion that commits an id an earlier completion already committed
 //! (a key executed again after its record was swept, under the old id)
-//! has a message no consumer will apply: a violation at once.
+//! has a message no consumer will apply: a violation at once. Messages
+//! are committed by a completion, or queued on their own
+//! ([`Event::OutboxStaged`]) by a protocol that writes its outbox row
+//! after the completion; a completion that answered a message-sending
+//! request with a success must see its message committed by the end of
+//! the run, or the message was promised and lost.
 
 use super::Lookup;
 use super::{Index, Property, Violation};
-use crate::history::{Event, History};
+use crate::history::{Event, History, Origin};
 use crate::ids::MessageId;
+use crate::request::Effects;
 use std::collections::BTreeMap;
 
 pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
+    let mut out = committed_and_applied(history, index);
+    out.extend(promised_but_never_committed(history, index));
+    out
+}
+
+/// Completions with a success for a request whose endpoint sends a
+/// message (the request that executed, or for a background completion the
+/// one that created the record) after which no message of the record's
+/// lifetime was committed, by the end of the run.
+fn promised_but_never_committed(history: &History, index: &Index) -> Vec<Violation> {
+    if history.end_at().is_none() {
+        return Vec::new();
+    }
+    let sends_message = |by: &Origin| {
+        let req = by.request()?;
+        index.sent(req).map(|(_, request, _, _)| Effects::of_path(&request.path).message)
+    };
+    // Per record: whether its creator's endpoint sends a message, and the
+    // success that promised one and is still owed one.
+    let mut creator: Vec<Option<bool>> = vec![None; index.record_count()];
+    let mut owed: Vec<Option<usize>> = vec![None; index.record_count()];
+    for (i, entry) in index.record_entries(history) {
+        let Some(record) = index.record(i) else { continue };
+        let r = record.get();
+        match &entry.event {
+            Event::Claimed { by, .. } => creator[r] = sends_message(by).or(creator[r]),
+            Event::CompletionWritten { by, response, outbox, .. } => {
+                let promised = sends_message(by).or(creator[r]).unwrap_or(false);
+                let success = (200..300).contains(&response.status);
+                owed[r] = (promised && success && outbox.is_empty()).then_some(i);
+            }
+            Event::OutboxStaged { outbox, .. } if !outbox.is_empty() => owed[r] = None,
+            Event::RecordSwept { .. } => owed[r] = None,
+            _ => {}
+        }
+    }
+    let owed = owed.into_iter().flatten();
+    owed.map(|i| {
+        let scope = history.entries[i].event.scope().expect("a completion names its record");
+        Violation::new(
+            Property::Outbox,
+            vec![i],
+            format!("{scope} was completed with a success that sends a message, but no message of it was ever committed: the message is lost"),
+        )
+    })
+    .collect()
+}
+
+fn committed_and_applied(history: &History, index: &Index) -> Vec<Violation> {
     let mut staged: BTreeMap<&MessageId, usize> = BTreeMap::new();
     let mut applied: Lookup<&MessageId, usize> = crate::lookup::lookup(index.record_count());
     let mut out = Vec::new();
     // Completions, publishes and deliveries all name their record.
     for (i, entry) in index.record_entries(history) {
         match &entry.event {
-            Event::CompletionWritten { outbox, scope, .. } => {
+            Event::CompletionWritten { outbox, scope, .. } | Event::OutboxStaged { outbox, scope, .. } => {
                 for id in outbox {
                     if let Some(&first) = staged.get(id) {
                         out.push(Violation::new(
@@ -92,6 +147,37 @@ mod tests {
 
     fn consume(s: &mut Story, applied: bool) -> usize {
         s.at(NodeId::Consumer, Event::MessageConsumed { id: id(), scope: scope(), applied })
+    }
+
+    /// A checkout sent, claimed and completed with a success and no message.
+    fn checkout_completed_without_its_message(s: &mut Story) -> usize {
+        s.send(0, req(1, 1), request("acme", Some("k1"), "/checkout", r#"{"amount":5}"#));
+        s.claimed(by(1, 1), &scope(), "f");
+        s.completed(by(1, 1), &scope(), 1, ok("x"))
+    }
+
+    #[test]
+    fn a_success_that_sends_a_message_without_one_committed_is_a_lost_message() {
+        let mut s = Story::new();
+        let completion = checkout_completed_without_its_message(&mut s);
+        s.end();
+        let v = check(&s.history, &Index::new(&s.history));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].events, vec![completion]);
+        assert!(v[0].explanation.contains("message is lost"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_message_queued_on_its_own_after_the_completion_pays_the_debt() {
+        let mut s = Story::new();
+        checkout_completed_without_its_message(&mut s);
+        let staged = Event::OutboxStaged { by: by(1, 1), scope: scope(), attempt: Attempt(1), outbox: vec![id()] };
+        s.at(NodeId::Db, staged);
+        publish(&mut s);
+        consume(&mut s, true);
+        s.end();
+        let v = check(&s.history, &Index::new(&s.history));
+        assert!(v.is_empty(), "{v:?}");
     }
 
     #[test]

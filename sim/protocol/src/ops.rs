@@ -5,8 +5,8 @@
 
 use idemsim_model::history::{Origin, WriteKind};
 use idemsim_model::{
-    Attempt, Claim, Completion, Event, Fingerprint, LocalEffect, MessageId, OutboxEntry, Record, RecoveryPoint, Scope,
-    SimTime, Takeover, WriteOutcome,
+    Attempt, Claim, Completion, Event, Fingerprint, LocalEffect, MessageId, OutboxEntry, OutboxMessage, Record,
+    RecoveryPoint, Scope, SimTime, Takeover, WriteOutcome,
 };
 use idemsim_store::{IdempotencyStore, StoreError};
 
@@ -99,6 +99,17 @@ pub enum StoreOp {
         /// The row.
         effect: LocalEffect,
     },
+    /// [`IdempotencyStore::stage_outbox`]: outbox messages queued in a
+    /// transaction of their own, after (or instead of) the completion's.
+    /// The correct protocol never asks for it.
+    StageOutbox {
+        /// The record the messages belong to.
+        scope: Scope,
+        /// The writer's attempt (recorded, not checked).
+        attempt: Attempt,
+        /// The messages.
+        messages: Vec<OutboxMessage>,
+    },
     /// An `in_progress` record deleted by the sweeper (the broken sweep
     /// step), as a release, so the key reads as absent.
     DeleteInProgress {
@@ -150,6 +161,7 @@ impl StoreOp {
             StoreOp::OutboxPending { .. } => "outbox_pending",
             StoreOp::MarkPublished { .. } => "outbox_mark_published",
             StoreOp::CommitEffect { .. } => "insert_effect_row",
+            StoreOp::StageOutbox { .. } => "stage_outbox",
             StoreOp::DeleteInProgress { .. } => "delete_in_progress",
         }
     }
@@ -187,6 +199,9 @@ impl StoreOp {
             StoreOp::OutboxPending { limit } => store.outbox_pending(*limit).await.map(StoreReply::Outbox),
             StoreOp::MarkPublished { id } => store.outbox_mark_published(id).await.map(|_| StoreReply::Marked),
             StoreOp::CommitEffect { .. } => Ok(StoreReply::Write(WriteOutcome::Applied)),
+            StoreOp::StageOutbox { scope, messages, .. } => {
+                store.stage_outbox(scope, messages).await.map(|()| StoreReply::Write(WriteOutcome::Applied))
+            }
         };
         result.unwrap_or_else(StoreReply::Failed)
     }
@@ -255,6 +270,12 @@ impl StoreOp {
                 scope: scope.clone(),
                 attempt: *attempt,
                 effect_id: effect.id.clone(),
+            },
+            (StoreOp::StageOutbox { scope, attempt, messages }, StoreReply::Write(_)) => Event::OutboxStaged {
+                by,
+                scope: scope.clone(),
+                attempt: *attempt,
+                outbox: messages.iter().map(|m| m.id.clone()).collect(),
             },
             _ => return,
         };
