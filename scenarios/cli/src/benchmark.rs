@@ -152,9 +152,14 @@ fn throughput(config: &SimConfig, seeds: u64, jobs: usize) -> Result<(f64, f64, 
     };
     let started = Instant::now();
     let report = sweep(&spec, &|_| {}).map_err(|e| e.to_string())?;
-    let wall = started.elapsed().as_secs_f64();
-    let sim_ms = (config.phases.fault_ms + config.phases.heal_ms) as f64 * seeds as f64;
-    Ok((seeds as f64 / wall, report.events as f64 / wall, sim_ms / (wall * 1000.0)))
+    let wall = started.elapsed().as_secs_f64().max(1e-9);
+    // The seeds that ran: a Ctrl-C cuts a sweep short.
+    let seeds = report.seeds_run as f64;
+    if report.seeds_run == 0 {
+        return Ok((f64::NAN, f64::NAN, f64::NAN));
+    }
+    let sim_ms = (config.phases.fault_ms + config.phases.heal_ms) as f64 * seeds;
+    Ok((seeds / wall, report.events as f64 / wall, sim_ms / (wall * 1000.0)))
 }
 
 /// The default scenario's sweeps on one and on two workers.
@@ -182,25 +187,32 @@ fn throughput_runs(config: &SimConfig, spec: &BenchSpec) -> Result<ThroughputRun
     Ok(runs)
 }
 
-fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Point, String> {
+/// The cost of `seeds` seeds of `config`; `None` when a Ctrl-C came
+/// before any ran.
+fn point(label: String, config: &SimConfig, seeds: u64) -> Result<Option<Point>, String> {
     let started = Instant::now();
-    let mut events = 0u64;
+    let (mut events, mut ran) = (0u64, 0u64);
     for seed in (0..seeds).take_while(|_| !idemsim::sweep::stopped()) {
         let outcome = run_seed_here(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?;
         if let Some(RunError::Panicked(why)) = outcome.error {
             return Err(format!("seed {seed} of {label} panicked: {why}"));
         }
         events += outcome.history.entries.len() as u64;
+        ran += 1;
     }
+    if ran == 0 {
+        return Ok(None);
+    }
+    let seeds = ran;
     let us = started.elapsed().as_secs_f64() * 1e6 / seeds as f64;
     let per_seed = events as f64 / seeds as f64;
-    Ok(Point {
+    Ok(Some(Point {
         label,
         seeds,
         us_per_seed: us,
         events_per_seed: per_seed,
         ns_per_event: us * 1000.0 / per_seed.max(1.0),
-    })
+    }))
 }
 
 fn peak_rss_mib() -> f64 {
@@ -313,15 +325,16 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         c.workload.requests = requests;
         c.budgets.steps_max = Some(2_000_000);
         let seeds = if requests >= 1000 { (spec.scaling_seeds / 5).max(1) } else { spec.scaling_seeds };
-        scaling.push(point(format!("requests={requests} servers=3"), &c, seeds)?);
+        scaling.extend(point(format!("requests={requests} servers=3"), &c, seeds)?);
     }
     for servers in [1u32, 3, 9] {
         let mut c = default.clone();
         c.topology.servers = servers;
-        scaling.push(point(format!("requests=50 servers={servers}"), &c, spec.scaling_seeds)?);
+        scaling.extend(point(format!("requests=50 servers={servers}"), &c, spec.scaling_seeds)?);
     }
     let (instructions, instructions_skipped) = match spec.instruction_seeds {
         0 => (None, Some("--instruction-seeds 0".to_string())),
+        _ if idemsim::sweep::stopped() => (None, Some("interrupted (Ctrl-C)".to_string())),
         n => {
             say("instructions per seed, under callgrind");
             match crate::instructions::count(&default, n) {
@@ -335,6 +348,9 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         for (variant, expect) in &scenario.expect {
             if *expect == Expect::Clean {
                 continue;
+            }
+            if idemsim::sweep::stopped() {
+                break;
             }
             say(&format!("time to first failure: {}/{variant}", scenario.name));
             let config = scenario.config_for(variant)?;
@@ -456,6 +472,15 @@ fn targets(s: &Speed, detail: &BTreeMap<String, Ttff>) -> Vec<Target> {
     ]
 }
 
+/// A figure with `precision` decimals, or `-` for one not measured (a
+/// Ctrl-C came first): never `NaN` or `inf`.
+fn fig(x: f64, width: usize, precision: usize) -> String {
+    match x.is_finite() {
+        true => format!("{x:>width$.precision$}"),
+        false => format!("{:>width$}", "-"),
+    }
+}
+
 /// The bench report as tables.
 pub fn text(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "idemsim bench (default scenario, mem store)")?;
@@ -465,26 +490,27 @@ pub fn text(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     let runs = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ");
     writeln!(
         out,
-        "  seeds/s, one core      {:>12.0}  (median of {} sweeps: {})",
-        r.seeds_per_sec,
+        "  seeds/s, one core      {}  (median of {} sweeps: {})",
+        fig(r.seeds_per_sec, 12, 0),
         r.seeds_per_sec_runs.len(),
         runs(&r.seeds_per_sec_runs)
     )?;
-    writeln!(out, "  events/s, one core     {:>12.0}", r.events_per_sec)?;
-    writeln!(out, "  simulated/wall time    {:>12.0}x", r.sim_to_wall_ratio)?;
-    writeln!(out, "  peak RSS, one worker   {:>12.1} MiB", r.peak_rss_mib)?;
+    writeln!(out, "  events/s, one core     {}", fig(r.events_per_sec, 12, 0))?;
+    writeln!(out, "  simulated/wall time    {}x", fig(r.sim_to_wall_ratio, 12, 0))?;
+    writeln!(out, "  peak RSS, one worker   {} MiB", fig(r.peak_rss_mib, 12, 1))?;
     writeln!(
         out,
-        "  expiry-window          {:>12.0}x simulated/wall, {:.1} ms per simulated 24 h",
-        r.expiry_sim_to_wall_ratio, r.expiry_ms_per_sim_day
+        "  expiry-window          {}x simulated/wall, {} ms per simulated 24 h",
+        fig(r.expiry_sim_to_wall_ratio, 12, 0),
+        fig(r.expiry_ms_per_sim_day, 0, 1)
     )?;
-    let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(0.0);
+    let j = |k: &str| r.jobs_scaling.get(k).copied().unwrap_or(f64::NAN);
     writeln!(
         out,
-        "  seeds/s, 1 / 2 jobs    {:>12.0} / {:.0} ({:.2}x; two-worker sweeps: {})",
-        j("jobs_1"),
-        j("jobs_2"),
-        j("ratio"),
+        "  seeds/s, 1 / 2 jobs    {} / {} ({}x; two-worker sweeps: {})",
+        fig(j("jobs_1"), 12, 0),
+        fig(j("jobs_2"), 0, 0),
+        fig(j("ratio"), 0, 2),
         runs(&r.seeds_per_sec_two_jobs_runs)
     )?;
     writeln!(out, "cost per seed:")?;
@@ -496,7 +522,10 @@ pub fn text(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
             p.label, p.us_per_seed, p.events_per_seed, p.ns_per_event
         )?;
     }
-    let sweeps = r.time_to_first_failure_detail.values().next().map_or(0, |d| d.sweeps);
+    let Some(sweeps) = r.time_to_first_failure_detail.values().next().map(|d| d.sweeps) else {
+        writeln!(out, "time to first failure: not measured (interrupted before it)")?;
+        return side_by_side_and_the_rest(r, out);
+    };
     writeln!(out, "time to first failure ({sweeps} independent sweeps each):")?;
     writeln!(
         out,
@@ -504,12 +533,21 @@ pub fn text(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
         "scenario/variant", "median ms", "worst ms", "med seeds", "worst", "found"
     )?;
     for (name, d) in &r.time_to_first_failure_detail {
+        let (med, worst) = match d.found {
+            0 => (fig(f64::NAN, 10, 1), fig(f64::NAN, 10, 1)),
+            _ => (fig(d.median_ms, 10, 1), fig(d.worst_ms, 10, 1)),
+        };
         writeln!(
             out,
-            "  {name:<40} {:>10.1} {:>10.1} {:>9} {:>7} {:>4}/{}",
-            d.median_ms, d.worst_ms, d.median_seeds, d.worst_seeds, d.found, d.sweeps
+            "  {name:<40} {med} {worst} {:>9} {:>7} {:>4}/{}",
+            d.median_seeds, d.worst_seeds, d.found, d.sweeps
         )?;
     }
+    side_by_side_and_the_rest(r, out)
+}
+
+/// The report's side-by-side table, instruction counts and targets.
+fn side_by_side_and_the_rest(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "simulation versus stress on a real database:")?;
     for s in &r.side_by_side {
         writeln!(

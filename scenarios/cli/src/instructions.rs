@@ -31,7 +31,7 @@ pub fn count(config: &SimConfig, seeds: u64) -> Result<Instructions, String> {
     assert!(seeds > 0, "count at least one seed");
     let exe = idemsim_binary()?;
     let mut messages = 0;
-    for seed in 0..seeds {
+    for seed in (0..seeds).take_while(|_| !idemsim::sweep::stopped()) {
         messages += run_seed(config, StoreKind::Mem, seed).map_err(|e| e.to_string())?.messages;
     }
     let messages_per_seed = messages as f64 / seeds as f64;
@@ -57,10 +57,14 @@ fn idemsim_binary() -> Result<std::path::PathBuf, String> {
     beside.filter(|p| p.is_file()).ok_or_else(|| format!("no idemsim binary to count beside {}", exe.display()))
 }
 
-/// Instructions `exe args` executes, by callgrind's own count.
+/// Instructions `exe args` executes, by callgrind's own count. A Ctrl-C
+/// stops the count at once (the child is killed, not waited for).
 fn callgrind(exe: &Path, args: &[&str]) -> Result<u64, String> {
+    if idemsim::sweep::stopped() {
+        return Err("interrupted (Ctrl-C)".into());
+    }
     let out_file = std::env::temp_dir().join(format!("idemsim-callgrind-{}.out", std::process::id()));
-    let ran = Command::new("valgrind")
+    let child = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out_file.display()))
         .arg(exe)
@@ -68,10 +72,12 @@ fn callgrind(exe: &Path, args: &[&str]) -> Result<u64, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .output();
+        .spawn();
+    let ran = child.and_then(wait_unless_stopped);
     let _ = std::fs::remove_file(&out_file);
     let ran = ran
         .map_err(|e| format!("cannot run valgrind ({e}); install it (Debian: valgrind) for the instruction figures"))?;
+    let Some(ran) = ran else { return Err("interrupted (Ctrl-C)".into()) };
     let err = String::from_utf8_lossy(&ran.stderr);
     if ran.status.code() == Some(2) {
         return Err(format!("`idemsim {}` refused to run: {}", args.join(" "), err.lines().last().unwrap_or("")));
@@ -81,4 +87,30 @@ fn callgrind(exe: &Path, args: &[&str]) -> Result<u64, String> {
         let last = err.lines().last().unwrap_or("no output");
         format!("valgrind did not report a count for `{}`: {last}", args.join(" "))
     })
+}
+
+/// Waits for `child`, checking for a Ctrl-C every 20 ms: then it is killed
+/// and `None` returned.
+fn wait_unless_stopped(mut child: std::process::Child) -> std::io::Result<Option<std::process::Output>> {
+    use std::io::Read;
+    let mut stderr = child.stderr.take();
+    let drain = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(pipe) = stderr.as_mut() {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    });
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let stderr = drain.join().unwrap_or_default();
+            return Ok(Some(std::process::Output { status, stdout: Vec::new(), stderr }));
+        }
+        if idemsim::sweep::stopped() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
