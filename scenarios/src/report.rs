@@ -342,8 +342,30 @@ pub fn stress_text(r: &crate::stress::StressReport, out: &mut dyn Write) -> io::
     }
     for v in r.violations.iter().take(5) {
         writeln!(out, "  {v}")?;
+        for (i, e) in v.events.iter().filter_map(|i| Some((i, r.cited.get(i)?))) {
+            let at = idemsim_model::SimTime(e.at_ms).to_string();
+            writeln!(out, "      #{i:<5} {at:>10}  {:<11} {}", e.node, e.text)?;
+        }
+    }
+    if let Some(more) = r.violations.len().checked_sub(5).filter(|&n| n > 0) {
+        let noun = if more == 1 { "violation" } else { "violations" };
+        writeln!(out, "  ... and {more} more {noun}")?;
     }
     Ok(())
+}
+
+/// `s` whole if it has at most `max` characters, else cut before the word
+/// that crosses `max` (or at `max` when the last word boundary is in its
+/// first half), followed by `...`: a line a person reads, never a token
+/// cut in two.
+pub fn cut_at_word(s: &str, max: usize) -> String {
+    let Some((limit, _)) = s.char_indices().nth(max) else { return s.to_string() };
+    let head = &s[..limit];
+    let at = match head.rfind(char::is_whitespace) {
+        Some(space) if space >= limit / 2 => space,
+        _ => limit,
+    };
+    format!("{}...", head[..at].trim_end())
 }
 
 /// `1 job`, `2 jobs`: every count a report prints with its noun.
@@ -352,5 +374,21 @@ pub fn plural(n: impl Into<u64>, word: &str) -> String {
     match n {
         1 => format!("1 {word}"),
         _ => format!("{n} {word}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_at_word;
+
+    #[test]
+    fn a_cut_never_splits_a_word() {
+        assert_eq!(cut_at_word("short", 10), "short");
+        let error = "complete: store unavailable: db error: connection reset by peer while reading";
+        let cut = cut_at_word(error, 40);
+        assert_eq!(cut, "complete: store unavailable: db error:...");
+        assert!(error.starts_with(cut.trim_end_matches("...")));
+        // One long token: cut where it must be.
+        assert_eq!(cut_at_word(&"x".repeat(30), 10), format!("{}...", "x".repeat(10)));
     }
 }

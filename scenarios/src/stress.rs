@@ -36,8 +36,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Told how many requests have finished, as they finish.
+pub type StressProgress = Arc<dyn Fn(usize) + Send + Sync>;
+
 /// What to stress.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StressSpec {
     /// Seeds the workload and the fault plan.
     pub seed: u64,
@@ -56,6 +59,25 @@ pub struct StressSpec {
     /// The schema (PostgreSQL) or database (MySQL) the run empties and
     /// uses; give concurrent runs different ones.
     pub schema: String,
+    /// Called with the number of requests finished, after each one (a
+    /// run can last long; `idemsim stress` shows it on stderr).
+    pub progress: Option<StressProgress>,
+}
+
+impl std::fmt::Debug for StressSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StressSpec")
+            .field("seed", &self.seed)
+            .field("clients", &self.clients)
+            .field("requests", &self.requests)
+            .field("lease_ms", &self.lease_ms)
+            .field("pause_permille", &self.pause_permille)
+            .field("abandon_permille", &self.abandon_permille)
+            .field("terminations", &self.terminations)
+            .field("schema", &self.schema)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl Default for StressSpec {
@@ -69,6 +91,7 @@ impl Default for StressSpec {
             abandon_permille: 40,
             terminations: 10,
             schema: "idemsim_stress".into(),
+            progress: None,
         }
     }
 }
@@ -110,7 +133,39 @@ pub struct StressReport {
     pub interrupted: bool,
     /// What the checkers found.
     pub violations: Vec<Violation>,
+    /// The events the violations cite, by their number (`#N`), described:
+    /// a stress run has no seed to replay, so its report carries them.
+    pub cited: BTreeMap<usize, CitedEvent>,
+    /// The whole history (`idemsim stress --trace` writes it).
+    #[serde(skip)]
+    pub history: History,
 }
+
+/// One event of a stress history, as a report cites it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CitedEvent {
+    /// Milliseconds since the run began.
+    pub at_ms: u64,
+    /// Where it happened.
+    pub node: String,
+    /// What happened, in words.
+    pub text: String,
+}
+
+/// The events `violations` cite, described.
+fn cited(history: &History, violations: &[Violation]) -> BTreeMap<usize, CitedEvent> {
+    let numbers = violations.iter().flat_map(|v| v.events.iter().copied());
+    numbers
+        .filter_map(|i| {
+            let e = history.entries.get(i)?;
+            let text = idemsim_sim::timeline::describe(&e.event);
+            Some((i, CitedEvent { at_ms: e.at.0, node: e.node.to_string(), text }))
+        })
+        .collect()
+}
+
+/// How much of a store error a report keeps to tell kinds apart.
+const ERROR_KIND_CHARS: usize = 100;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -147,7 +202,7 @@ impl Recorder {
     }
 
     fn error(&self, op: &str, e: &StoreError) {
-        let text: String = format!("{op}: {e}").chars().take(80).collect();
+        let text = crate::report::cut_at_word(&format!("{op}: {e}"), ERROR_KIND_CHARS);
         *self.errors.lock().unwrap_or_else(|p| p.into_inner()).entry(text).or_default() += 1;
     }
 
@@ -274,6 +329,8 @@ struct Ctx {
     locks: Mutex<BTreeSet<KeyLock>>,
     /// Each client's retry budget.
     buckets: Mutex<BTreeMap<u32, TokenBucket>>,
+    /// Requests finished, for the progress callback.
+    finished: std::sync::atomic::AtomicUsize,
 }
 
 /// Why a stress run could not run.
@@ -342,6 +399,7 @@ pub fn stress_with(
         consumed: Mutex::default(),
         locks: Mutex::default(),
         buckets: Mutex::default(),
+        finished: Default::default(),
     });
     let started = Instant::now();
     rt.block_on(drive(&ctx, spec, terminate));
@@ -358,6 +416,7 @@ pub fn stress_with(
     let (history, counters, store_error_kinds) = ctx.rec.into_history(meta);
     let sends = history.entries.iter().filter(|e| matches!(e.event, Event::RequestSent { .. })).count();
     let count = |k| counters.get(k).copied().unwrap_or(0);
+    let violations = check_all(&history);
     Ok(StressReport {
         store: store.name().to_string(),
         seed: spec.seed,
@@ -373,7 +432,9 @@ pub fn stress_with(
         abandoned: count("abandon"),
         terminated: count("terminated"),
         interrupted: count("interrupted") > 0,
-        violations: check_all(&history),
+        cited: cited(&history, &violations),
+        violations,
+        history,
     })
 }
 
@@ -401,10 +462,14 @@ async fn drive(ctx: &Arc<Ctx>, spec: &StressSpec, terminate: Option<Terminator>)
         let Ok(held) = permits.clone().acquire_many_owned(wanted).await else { break };
         let held = Arc::new(held);
         for op in group {
-            let (ctx, held) = (ctx.clone(), held.clone());
+            let (ctx, held, progress) = (ctx.clone(), held.clone(), spec.progress.clone());
             tokio::spawn(async move {
                 let client = StressClient::new(ctx.clone(), Arc::new(op));
                 idemsim_sim::protocol::run_operation(&*ctx.protocol, &client, client.op.op, &client.op.request).await;
+                let done = ctx.finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if let Some(progress) = progress {
+                    progress(done);
+                }
                 drop(held);
             });
         }

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A progress bar on a terminal, a line per tenth elsewhere.
 pub struct Progress {
     total: u64,
+    /// What is done, and to what: ("swept", "seeds").
+    words: (&'static str, &'static str),
     bar: Option<ProgressBar>,
     printed: AtomicU64,
     enabled: bool,
@@ -19,16 +21,23 @@ pub struct Progress {
 impl Progress {
     /// A progress display for `total` seeds; silent when not `enabled`.
     pub fn new(total: u64, enabled: bool) -> Progress {
+        Progress::of(total, enabled, ("swept", "seeds"))
+    }
+
+    /// A progress display for `total` things, `words` saying what is done
+    /// to them (`("stressed", "requests")`).
+    pub fn of(total: u64, enabled: bool, words: (&'static str, &'static str)) -> Progress {
         use std::io::IsTerminal;
         let bar = (enabled && io::stderr().is_terminal() && total > 1).then(|| {
             let bar = ProgressBar::new(total);
-            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let template = format!("{{bar:40}} {{pos}}/{{len}} {}  {{per_sec}}  eta {{eta}}", words.1);
+            let style = ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
             bar
         });
         let started = std::time::Instant::now();
-        Progress { total, bar, printed: AtomicU64::new(0), enabled, started, last_line_ms: AtomicU64::new(0) }
+        let printed = AtomicU64::new(0);
+        Progress { total, words, bar, printed, enabled, started, last_line_ms: AtomicU64::new(0) }
     }
 
     /// `done` seeds have finished.
@@ -47,7 +56,8 @@ impl Progress {
         if (tenth || due) && self.printed.fetch_max(done, Ordering::Relaxed) < done {
             self.last_line_ms.store(now_ms, Ordering::Relaxed);
             let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            crate::note(format_args!("swept {done}/{} seeds ({rate:.0} seeds/s)", self.total));
+            let (verb, unit) = self.words;
+            crate::note(format_args!("{verb} {done}/{} {unit} ({rate:.0} {unit}/s)", self.total));
         }
     }
 

@@ -49,7 +49,9 @@ fn finish(mut child: Child, limit: Duration, args: &[&str]) -> Ran {
 
 /// The lines of stderr that are not progress.
 fn messages(err: &str) -> Vec<&str> {
-    err.lines().filter(|l| !l.starts_with("swept ") && !l.starts_with("bench: ")).collect()
+    err.lines()
+        .filter(|l| !l.starts_with("swept ") && !l.starts_with("stressed ") && !l.starts_with("bench: "))
+        .collect()
 }
 
 fn assert_usage(args: &[&str], message: &str) {
@@ -482,4 +484,89 @@ fn bench_strict_exits_1_when_a_target_fails() {
     // valgrind is on this machine kind: the instruction figures are there.
     assert!(ran.out.contains("M per default seed; bare madsim with the same"), "{}{}", ran.out, ran.err);
     assert!(ran.out.contains("instructions per default seed (callgrind)"), "{}", ran.out);
+}
+
+/// Row 12: a bench stopped by Ctrl-C prints only what it measured (no
+/// `NaN`, no rate made up from seeds that never ran), judges no target,
+/// and stops a callgrind child at once instead of waiting for it.
+#[test]
+fn an_interrupted_bench_prints_what_it_measured_and_stops_callgrind_at_once() {
+    let args = [
+        "bench",
+        "--seeds",
+        "100",
+        "--sweeps",
+        "2",
+        "--seeds-max",
+        "50",
+        "--scaling-seeds",
+        "3",
+        "--instruction-seeds",
+        "2",
+        "--stress-store",
+        "none",
+    ];
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.contains("under callgrind") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(seen.contains("under callgrind"), "the bench reached callgrind: {seen}");
+    std::thread::sleep(Duration::from_secs(1));
+    interrupt(&child);
+    let stopped = Instant::now();
+    let ran = finish(child, Duration::from_secs(60), &args);
+    assert!(stopped.elapsed() < Duration::from_secs(5), "callgrind went on for {:?}", stopped.elapsed());
+    assert_eq!(ran.code, 130, "{}", ran.out);
+    assert!(ran.out.contains("INTERRUPTED") && ran.out.contains("skipped: interrupted (Ctrl-C)"), "{}", ran.out);
+    assert!(ran.out.contains("time to first failure: not measured"), "{}", ran.out);
+    for bad in ["NaN", "inf", "[PASS]", "[FAIL]"] {
+        assert!(!ran.out.contains(bad), "{bad}: {}", ran.out);
+    }
+}
+
+/// Row 21: a stress run shows its progress, and every event a violation
+/// cites (`#N`) is told under it and is event N of the `--trace` file.
+#[test]
+fn stress_shows_progress_and_tells_every_event_it_cites() {
+    let trace = scratch("stress.jsonl");
+    let path = trace.to_str().unwrap();
+    let args = [
+        "stress",
+        "--store",
+        "mem",
+        "--requests",
+        "1000",
+        "--seed",
+        "2",
+        "--variant",
+        "unfenced-completion",
+        "--trace",
+        path,
+    ];
+    let ran = idemsim(&args, Duration::from_secs(300));
+    assert_eq!(ran.code, 1, "unfenced completions are caught: {}{}", ran.out, ran.err);
+    assert!(ran.err.contains("stressed 1000/1000 requests"), "{}", ran.err);
+    let events: Vec<serde_json::Value> =
+        std::fs::read_to_string(&trace).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut cited = 0;
+    for v in ran.out.lines().filter(|l| l.trim_start().starts_with('[')) {
+        let list = v.rsplit_once("(events ").map(|x| x.1.trim_end_matches(')')).unwrap_or("");
+        for n in list.split(", ").filter_map(|e| e.strip_prefix('#')?.parse::<usize>().ok()) {
+            let told = ran.out.lines().find(|l| l.trim_start().starts_with(&format!("#{n} ")));
+            let told = told.unwrap_or_else(|| panic!("#{n} is not told: {}", ran.out));
+            assert!(n < events.len(), "#{n} is an event of the trace");
+            let at = events[n]["at"].as_u64().unwrap();
+            assert!(told.contains(&format!(" {}.{:03}s ", at / 1000, at % 1000)), "{told} / {}", events[n]);
+            cited += 1;
+        }
+    }
+    assert!(cited > 0, "{}", ran.out);
+    assert!(ran.out.contains(&format!("events written to {path}")), "{}", ran.out);
 }

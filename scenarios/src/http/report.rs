@@ -78,10 +78,7 @@ pub fn story(seen: &[Seen], v: &Violation) -> Vec<String> {
 }
 
 fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}...", &s[..at]),
-        None => s.to_string(),
-    }
+    crate::report::cut_at_word(s, max)
 }
 
 /// The text report; `reproduce` is the command that runs the same plan.

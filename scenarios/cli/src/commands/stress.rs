@@ -2,6 +2,7 @@
 //! connections and concurrency.
 
 use crate::args::{parse_flaw, parse_variant, StoreArgs, MAX_REQUESTS};
+use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::stress::{stress, StressSpec};
 use idemsim::target::StoreTarget;
@@ -33,6 +34,10 @@ pub struct Args {
     /// One JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Write the recorded history as JSON Lines to this file (the events
+    /// a violation cites as `#N` are its lines after the header).
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
 }
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
@@ -40,18 +45,35 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     if args.requests == 0 || args.requests > MAX_REQUESTS {
         return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
     }
+    let trace_out = args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose()?;
+    let progress = std::sync::Arc::new(Progress::of(args.requests as u64, !args.json, ("stressed", "requests")));
+    let ticks = progress.clone();
     let spec = StressSpec {
         seed: args.seed,
         clients: args.clients,
         requests: args.requests,
         schema: args.schema,
+        progress: Some(std::sync::Arc::new(move |done| ticks.tick(done as u64))),
         ..StressSpec::default()
     };
-    let report = stress(&spec, &target, args.flaw, args.variant.protocol()).map_err(|e| e.to_string())?;
+    let result = stress(&spec, &target, args.flaw, args.variant.protocol());
+    progress.finish();
+    let report = result.map_err(|e| e.to_string())?;
+    if let Some(output) = trace_out {
+        let label = format!("stress of {}", report.store);
+        let text = idemsim_sim::to_jsonl(args.seed, &label, args.variant.name(), &report.history);
+        let path = output.path();
+        std::fs::write(path, text).map_err(|e| format!("cannot write the trace to {}: {e}", path.display()))?;
+        output.keep();
+    }
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report).expect("json")).map_err(|e| e.to_string())?;
     } else {
         idemsim::report::stress_text(&report, out).map_err(|e| e.to_string())?;
+        if let Some(path) = &args.trace {
+            let (n, path) = (report.history.entries.len(), path.display());
+            let _ = writeln!(out, "trace: {n} events written to {path}; #N is event N, from 0, after its header line");
+        }
     }
     if report.interrupted {
         return Ok(EXIT_INTERRUPTED);
