@@ -11,4 +11,5 @@ mod real_stores;
 mod redis_store;
 mod setup;
 mod simulation;
+mod stories;
 mod workshop;

@@ -7,7 +7,7 @@ use crate::timeline::describe;
 use idemsim_model::checker::Index;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, SimTime, Violation};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// The entries of `history` that tell `violation`'s story, in order.
@@ -133,20 +133,25 @@ pub fn story_with(history: &History, violation: &Violation, all: bool) -> String
         let e = &history.entries[i];
         let mark = if violation.events.contains(&i) { "   <== here" } else { "" };
         let retry = if all { String::new() } else { retry_of(history, i) };
-        lines.push((e.at, i, format!("{}: {}{retry}{mark}", e.node, describe(&e.event))));
+        lines.push((e.at, i, format!("{}: {}{retry}{mark}", e.node, describe(&e.event)), true));
         if let Some((until, text)) = lease_ran_out(history, i) {
             if chosen.last().is_some_and(|&last| until <= history.entries[last].at) {
                 let after = history.entries[i..].iter().position(|x| x.at >= until).map_or(usize::MAX, |k| i + k);
-                lines.push((until, after.saturating_sub(1).max(i), text));
+                lines.push((until, after.saturating_sub(1).max(i), text, false));
             }
         }
     }
-    lines.sort_by_key(|(at, i, _)| (*at, *i));
+    lines.sort_by_key(|(at, i, _, _)| (*at, *i));
     if !all {
         lines = fold_repeated_tries(history, violation, lines);
     }
+    // One numbering: the `#N` a summary or an explanation cites (an event
+    // of the history) is told as the story line that tells that event.
+    let line_of: BTreeMap<usize, usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.3).map(|(n, l)| (l.1, n + 1)).collect();
+    let cite = |text: &str| renumber(text, &line_of);
     let mut out = String::new();
-    let _ = writeln!(out, "  in short: {}", summary(history, violation));
+    let _ = writeln!(out, "  in short: {}", cite(&summary(history, violation)));
     if let (Some(g), false) = (window, all) {
         let at = history.entries[g].at;
         let _ = writeln!(
@@ -154,7 +159,7 @@ pub fn story_with(history: &History, violation: &Violation, all: bool) -> String
             "  (from the last grant before the request went out, at {at}; `--all` tells what came before)"
         );
     }
-    for (n, (at, _, text)) in lines.iter().enumerate() {
+    for (n, (at, _, text, _)) in lines.iter().enumerate() {
         let _ = writeln!(out, "{:>3}. at {:>9}  {text}", n + 1, at.to_string());
     }
     if !all && omitted > 0 {
@@ -164,7 +169,31 @@ pub fn story_with(history: &History, violation: &Violation, all: bool) -> String
             "  ({omitted} {events} not shown: other keys and operations, and steps implied by the ones shown; `--all` shows them)"
         );
     }
-    let _ = writeln!(out, "  => this breaks {}: {}", violation.property.name(), violation.explanation);
+    let _ = writeln!(out, "  => this breaks {}: {}", violation.property.name(), cite(&violation.explanation));
+    out
+}
+
+/// `text` with each event it cites (`at #N`, an entry of the history:
+/// an attempt reads `attempt #N` and stays) said as the story line that
+/// tells it, `at line K`, or, for an event the story leaves out, as
+/// `at event #N (not shown)`.
+fn renumber(text: &str, line_of: &BTreeMap<usize, usize>) -> String {
+    const CITE: &str = "at #";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(CITE) {
+        let digits = rest[at + CITE.len()..].chars().take_while(char::is_ascii_digit).count();
+        let number = &rest[at + CITE.len()..at + CITE.len() + digits];
+        let word = rest[..at].chars().last().is_none_or(|c| !c.is_alphanumeric());
+        let told = number.parse::<usize>().ok().filter(|_| word).map(|i| match line_of.get(&i) {
+            Some(line) => format!("at line {line}"),
+            None => format!("at event #{i} (not shown)"),
+        });
+        out.push_str(&rest[..at]);
+        out.push_str(told.as_deref().unwrap_or(CITE));
+        rest = &rest[at + CITE.len() + digits..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -288,8 +317,10 @@ fn fold_repeated_tries(history: &History, violation: &Violation, lines: Vec<Line
     )
 }
 
-/// One story line: when, the history entry it tells, the text.
-type Line = (SimTime, usize, String);
+/// One story line: when, the history entry it tells (or, for a line
+/// inserted between them, the entry it follows), the text, and whether it
+/// tells that entry.
+type Line = (SimTime, usize, String, bool);
 
 /// Folds runs of consecutive groups (an operation `(op, 0)`, or a try
 /// `(op, try)`) whose lines have the shape of the group that leads the run
@@ -304,15 +335,16 @@ fn fold_groups(
     note: impl Fn((u32, u32), usize, (u32, u32)) -> String,
 ) -> Vec<Line> {
     let mut groups: Vec<((u32, u32), Vec<usize>)> = Vec::new();
-    for (k, (_, i, _)) in lines.iter().enumerate() {
-        let Some(g) = group_of(*i) else { continue };
+    for (k, (_, i, _, tells)) in lines.iter().enumerate() {
+        // An inserted line (a lease running out) belongs to no group.
+        let Some(g) = group_of(*i).filter(|_| *tells) else { continue };
         match groups.iter_mut().find(|(h, _)| *h == g) {
             Some((_, ks)) => ks.push(k),
             None => groups.push((g, vec![k])),
         }
     }
     let shape = |ks: &[usize]| -> Vec<String> { ks.iter().map(|&k| shape_of(&lines[k].2)).collect() };
-    let marked = |k: usize| violation.events.contains(&lines[k].1);
+    let marked = |k: usize| lines[k].3 && violation.events.contains(&lines[k].1);
     let tries = groups.iter().any(|(g, _)| g.1 > 0);
     let mut drop = BTreeSet::new();
     let mut notes: Vec<(usize, String)> = Vec::new();
@@ -355,7 +387,7 @@ fn fold_groups(
     for (k, line) in lines.into_iter().enumerate() {
         if let Some((_, text)) = notes.iter().find(|(at, _)| *at == k) {
             let who = line.2.split(':').next().unwrap_or("").to_string();
-            out.push((line.0, line.1, format!("{who}: {text}")));
+            out.push((line.0, line.1, format!("{who}: {text}"), false));
         }
         if !drop.contains(&k) {
             out.push(line);

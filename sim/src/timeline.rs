@@ -1,7 +1,7 @@
 //! Plain-words rendering of history events, for timelines, stories and logs.
 
 use idemsim_model::history::{Answer, Fault, Origin, Phase, RetryCause, WriteKind};
-use idemsim_model::{Event, History, StoredResponse};
+use idemsim_model::{Event, History, SimTime, StoredResponse};
 use std::fmt::Write as _;
 
 fn who(origin: &Origin) -> String {
@@ -62,14 +62,15 @@ pub fn describe(event: &Event) -> String {
             // After a release the key's tombstone keeps its attempt count,
             // so a new record's first attempt can be #2 or more.
             let counted = if attempt.0 > 1 { " (counting on from the released record)" } else { "" };
-            format!("{} claims {scope}: new record, attempt {attempt}{counted}, lease until {locked_until}", who(by))
+            let lease = lease_until(*locked_until);
+            format!("{} claims {scope}: new record, attempt {attempt}{counted}, {lease}", who(by))
         }
         Event::ClaimFound { by, scope, record, .. } => {
             let state = if record.is_completed() { "completed" } else { "in progress" };
             format!("{} finds {scope} {state} (attempt {})", who(by), record.attempt())
         }
         Event::TakenOver { by, scope, attempt, locked_until } => {
-            format!("{} takes over {scope} with attempt {attempt}, lease until {locked_until}", who(by))
+            format!("{} takes over {scope} with attempt {attempt}, {}", who(by), lease_until(*locked_until))
         }
         Event::TakeoverRefused { by, scope, expected } => {
             format!("{} is refused the takeover of {scope} (expected {expected})", who(by))
@@ -84,8 +85,8 @@ pub fn describe(event: &Event) -> String {
                 downstream_key.0
             )
         }
-        Event::LocalEffectCommitted { scope, attempt, effect_id, .. } => {
-            format!("commits local effect {effect_id} for {scope} (attempt {attempt})")
+        Event::LocalEffectCommitted { by, scope, attempt, effect_id } => {
+            format!("{} commits local effect {effect_id} for {scope} (attempt {attempt})", who(by))
         }
         Event::CompletionWritten { by, scope, attempt, response: r, .. } => {
             format!("{} completes {scope} with attempt {attempt}: stores {}", who(by), response(r))
@@ -99,7 +100,9 @@ pub fn describe(event: &Event) -> String {
                 WriteKind::Completion => "completion",
                 WriteKind::Release => "release",
             };
-            format!("fences the {what} of {scope} by {} holding stale attempt {attempt}", who(by))
+            // Not "stale": the attempt may have lost a takeover, or the
+            // record may simply be completed or released already.
+            format!("refuses the {what} of {scope} by {}: attempt {attempt} does not hold the record", who(by))
         }
         Event::StoreFailed { by, op, error } => format!("store {op} for {} failed: {error}", who(by)),
         Event::StoreProbed(p) => {
@@ -176,4 +179,14 @@ pub fn render(history: &History) -> String {
         let _ = writeln!(out, "#{i:<5} {:>10}  {:<11} {}", e.at.to_string(), e.node.to_string(), describe(&e.event));
     }
     out
+}
+
+/// `lease until T`, or for a lease no run outlasts (a year or more: a
+/// protocol without a lease asks for a century) `a lease that never ends`.
+fn lease_until(locked_until: SimTime) -> String {
+    const YEAR_MS: u64 = 365 * 24 * 3_600_000;
+    match locked_until.0 >= YEAR_MS {
+        true => "a lease that never ends".to_string(),
+        false => format!("lease until {locked_until}"),
+    }
 }

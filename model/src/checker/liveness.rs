@@ -199,7 +199,9 @@ fn stuck_in_progress(history: &History, index: &Index) -> Vec<Violation> {
         return Vec::new();
     };
     let heal = history.heal_at().unwrap_or(SimTime::ZERO);
-    let mut open: Vec<Option<(&Scope, usize, SimTime)>> = vec![None; index.record_count()];
+    // Per record: its scope, the grant, when its lease ends by the
+    // documented lease, and whether the record's own lease is longer.
+    let mut open: Vec<Option<(&Scope, usize, SimTime, bool)>> = vec![None; index.record_count()];
     for (i, entry) in index.record_entries(history) {
         let Some(record) = index.record(i) else { continue };
         match &entry.event {
@@ -207,7 +209,8 @@ fn stuck_in_progress(history: &History, index: &Index) -> Vec<Violation> {
                 // A lease longer than the documented one does not excuse a
                 // stuck record: the protocol promises recovery after it.
                 let documented = entry.at.plus_ms(history.meta.lease_ms);
-                open[record.get()] = Some((scope, i, (*locked_until).min(documented)));
+                let longer = *locked_until > documented;
+                open[record.get()] = Some((scope, i, (*locked_until).min(documented), longer));
             }
             Event::CompletionWritten { .. } | Event::Released { .. } | Event::RecordSwept { .. } => {
                 open[record.get()] = None;
@@ -216,16 +219,24 @@ fn stuck_in_progress(history: &History, index: &Index) -> Vec<Violation> {
         }
     }
     // In scope order, as a report reads best.
-    let mut open: Vec<(&Scope, (usize, SimTime))> = open.into_iter().flatten().map(|(s, i, t)| (s, (i, t))).collect();
+    let mut open: Vec<(&Scope, (usize, SimTime, bool))> =
+        open.into_iter().flatten().map(|(s, i, t, longer)| (s, (i, t, longer))).collect();
     open.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let bound = history.meta.reconcile_bound_ms;
     open.into_iter()
-        .filter(|(_, (_, locked_until))| end >= (*locked_until).max(heal).plus_ms(bound))
-        .map(|(scope, (i, locked_until))| {
+        .filter(|(_, (_, locked_until, _))| end >= (*locked_until).max(heal).plus_ms(bound))
+        .map(|(scope, (i, locked_until, longer))| {
+            let lease = match longer {
+                true => format!(
+                    "its lease is longer than the documented {} ms, by which it ended at {locked_until}",
+                    history.meta.lease_ms
+                ),
+                false => format!("lease ended at {locked_until}"),
+            };
             Violation::new(
                 Property::Liveness,
                 vec![i],
-                format!("{scope} was left in_progress: lease ended at {locked_until}, run ended at {end}, reconcile bound {bound} ms"),
+                format!("{scope} was left in_progress: {lease}, run ended at {end}, reconcile bound {bound} ms"),
             )
         })
         .collect()
