@@ -208,6 +208,7 @@ fn the_html_timeline_renders_lanes_the_violation_and_steps_in_chromium() {
         session.script("draw(); return true");
         assert_headers_over_lanes(&session, width);
         assert_leases_apart(&session, width);
+        assert_violations_whole_and_colours_distinct(&session, width);
         session.click("#jump");
         let current = session.text("#detail");
         assert!(current.contains("<== violation"), "{width}px: {current}");
@@ -280,4 +281,44 @@ fn assert_leases_apart(session: &Session<'_>, width: u32) {
 
 fn offsets_ok(v: &Value) -> bool {
     v[0].as_u64().unwrap_or(0) > 0 && v[1].as_array().is_some_and(Vec::is_empty)
+}
+
+/// The rows that matter are told whole: every violating row's text is its
+/// full label (wrapped, never cut with an ellipsis) and lies inside the
+/// chart; and faults, refused writes and violations have a colour each.
+fn assert_violations_whole_and_colours_distinct(session: &Session<'_>, width: u32) {
+    let rows = session.script(
+        "const c = document.getElementById('chart').getBoundingClientRect();
+         return [...document.querySelectorAll('.event.violation')].map(g => {
+           const t = g.querySelector('text.label'), b = t.getBoundingClientRect();
+           return [t.textContent, g.querySelector('title').textContent, b.right <= c.right + 1, t.querySelectorAll('tspan').length];
+         })",
+    );
+    let rows = rows.as_array().unwrap();
+    assert!(!rows.is_empty(), "{width}px: violating rows");
+    for row in rows {
+        let (shown, whole) = (row[0].as_str().unwrap(), row[1].as_str().unwrap());
+        assert!(!shown.contains('\u{2026}'), "{width}px: a violating row is cut: {shown}");
+        assert_eq!(shown.replace(' ', ""), whole.replace(' ', ""), "{width}px: the whole label, wrapped");
+        assert_eq!(row[2], json!(true), "{width}px: the row's text is inside the chart: {whole}");
+    }
+    let fill = |css: &str| {
+        session.script(&format!("const d = document.querySelector('{css}'); return d ? d.getAttribute('fill') : null"))
+    };
+    let (fault, refused, violation) =
+        (fill(".mark-fault:not(.violation) .dot"), fill(".mark-fenced:not(.violation) .dot"), fill(".violation .dot"));
+    assert!(fault.is_string() && violation.is_string(), "{width}px: a fault and a violation are drawn");
+    assert_ne!(fault, violation, "{width}px: faults and violations have a colour each");
+    if refused.is_string() {
+        assert_ne!(refused, violation, "{width}px: a refused write is not a violation");
+        assert_ne!(refused, fault, "{width}px: a refused write is not a fault");
+    }
+    // A refused write's line goes back to its writer, an execution's lane.
+    let to = session.script(
+        "return [...document.querySelectorAll('line.refused')].map(l => document.querySelector(`text.lane[data-lane=\"${l.dataset.to}\"]`)?.textContent)",
+    );
+    for lane in to.as_array().unwrap() {
+        let lane = lane.as_str().unwrap_or("");
+        assert!(lane.starts_with("server-") || lane == "reconciler", "{width}px: refused to {lane}");
+    }
 }

@@ -41,8 +41,9 @@ struct Row {
     violation: bool,
     /// On the violating key, or a fault on a node that acted on it.
     on_key: bool,
-    /// For a fenced write: the lease it was fenced by.
-    fenced_by: Option<usize>,
+    /// For a write refused by fencing: the lane of the writer it was
+    /// refused to (the execution's node).
+    refused_to: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -123,6 +124,7 @@ fn page<'a>(title: &'a str, history: &History, violations: &[Violation]) -> Page
         .map(|(e, _)| e.node)
         .collect();
     let leases = leases(history, &lane_of, &violating);
+    let holder = holders(history);
     let mut sent: BTreeMap<RequestId, usize> = BTreeMap::new();
     let mut answered: BTreeMap<RequestId, usize> = BTreeMap::new();
     let mut rows = Vec::with_capacity(history.entries.len());
@@ -155,11 +157,8 @@ fn page<'a>(title: &'a str, history: &History, violations: &[Violation]) -> Page
             Event::Phase { .. } => true,
             _ => scopes[i].as_ref().is_some_and(|s| violating.contains(s)),
         };
-        let fenced_by = match &e.event {
-            Event::WriteFenced { scope, .. } => {
-                let key = scope.to_string();
-                leases.iter().rposition(|l| l.key == key && l.from < i)
-            }
+        let refused_to = match &e.event {
+            Event::WriteFenced { by, .. } => lane_of.get(&holder(by, e.node)).copied(),
             _ => None,
         };
         rows.push(Row {
@@ -171,7 +170,7 @@ fn page<'a>(title: &'a str, history: &History, violations: &[Violation]) -> Page
             toward,
             violation: flagged.contains(&i),
             on_key: on_key || flagged.contains(&i),
-            fenced_by,
+            refused_to,
         });
     }
     let violations = violations
@@ -181,23 +180,30 @@ fn page<'a>(title: &'a str, history: &History, violations: &[Violation]) -> Page
     Page { title, lanes: nodes.iter().map(|n| n.to_string()).collect(), events: rows, leases, violations }
 }
 
-/// One bar per grant (claim or takeover), in the lane of the node that
-/// holds it, from the grant to where it ran out (the first event at or
-/// after its end), was released or completed by its holder, or was taken
-/// over: whichever comes first.
-fn leases(history: &History, lane_of: &BTreeMap<NodeId, usize>, violating: &BTreeSet<&Scope>) -> Vec<Lease> {
+/// The node where an origin acts: the server that handled the request
+/// copy (`at`, where the event was recorded, if none did), or the job's
+/// own node.
+fn holders(history: &History) -> impl Fn(&Origin, NodeId) -> NodeId {
     let mut handler: BTreeMap<(RequestId, u32), NodeId> = BTreeMap::new();
     for e in &history.entries {
         if let Event::RequestReceived { req, copy, .. } = &e.event {
             handler.insert((*req, *copy), e.node);
         }
     }
-    let holder = |by: &Origin, at: NodeId| match by {
+    move |by: &Origin, at: NodeId| match by {
         Origin::Request { req, copy } => handler.get(&(*req, *copy)).copied().unwrap_or(at),
         Origin::Reconciler => NodeId::Reconciler,
         Origin::Sweeper => NodeId::Sweeper,
         Origin::Relay => NodeId::Relay,
-    };
+    }
+}
+
+/// One bar per grant (claim or takeover), in the lane of the node that
+/// holds it, from the grant to where it ran out (the first event at or
+/// after its end), was released or completed by its holder, or was taken
+/// over: whichever comes first.
+fn leases(history: &History, lane_of: &BTreeMap<NodeId, usize>, violating: &BTreeSet<&Scope>) -> Vec<Lease> {
+    let holder = holders(history);
     let last = history.entries.len().saturating_sub(1);
     let mut out = Vec::new();
     for (i, e) in history.entries.iter().enumerate() {
@@ -271,6 +277,8 @@ const TEMPLATE: &str = r##"<!DOCTYPE html>
   .row.current rect.hl { fill: #fff3b0; }
   .row.violation text { fill: #b00020; font-weight: 700; }
   .legend span { margin-right: 12px; }
+  .counter { margin-left: 18px; }
+  #order { color: #555; }
 </style>
 </head>
 <body>
@@ -281,15 +289,18 @@ const TEMPLATE: &str = r##"<!DOCTYPE html>
     <button id="next" title="next event (right arrow)">next &rarr;</button>
     <button id="jump">jump to the violation</button>
     <label><input type="checkbox" id="only-key"> only the violating key</label>
-    <span>event <span id="current-index">-</span> of <span id="count"></span></span>
+    <span class="counter">row <span id="current-index">-</span> of <span id="count"></span></span>
   </div>
   <div id="detail">Step through the run with the buttons or the arrow keys.</div>
   <ul id="flags"></ul>
   <div class="legend">
-    <span>&#9654; message</span><span style="color:#c00">&#10007; dropped</span><span style="color:#a0a">&#9671; duplicated</span>
+    <span>&#9654; message</span><span style="color:#8c510a">&#10007; dropped</span><span style="color:#7570b3">&#9671; duplicated</span>
+    <span style="color:#8c510a">&#9679; fault (crash, pause, partition, skew)</span>
     <span style="color:#2a7">&#9733; effect</span><span style="color:#06c">&#9632; stored response</span>
-    <span style="color:#e80">&#9646; lease (one bar per attempt, in its holder's lane)</span><span style="color:#b00020">red: violation</span>
+    <span style="color:#e80">&#9646; lease (one bar per attempt, in its holder's lane)</span>
+    <span style="color:#0e7c86">&#8212; write refused by fencing (to its writer)</span><span style="color:#b00020">red: violation</span>
   </div>
+  <div id="order">One row per event, in the order they happened: rows are not to scale in time (each says its time).</div>
   <div id="hidden"></div>
 </header>
 <div id="chart"><svg id="heads"></svg><svg id="body"></svg></div>
@@ -338,7 +349,23 @@ function computeLayout() {
   return { lanes, hidden, textW, laneW, pos, width: Math.max(width, textW + 10 + lanes.length * laneW + 10) };
 }
 const laneX = l => layout.pos.get(l);
-const rowY = r => 10 + r * ROW_H + ROW_H / 2;
+// Row tops: a violating row shows its whole text, wrapped over as many
+// lines as it needs; any other row is one line (cut, whole on hover and in
+// the detail line above).
+let tops = [0];
+const rowY = r => 10 + tops[r] + ROW_H / 2;
+function label(i) { const e = DATA.events[i]; return `#${i} ${e.at} ${DATA.lanes[e.lane]}: ${e.text}`; }
+function wrap(text, max) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && line.length + 1 + word.length > max) { lines.push(line); line = ""; }
+    line = line ? line + " " + word : word;
+    while (line.length > max) { lines.push(line.slice(0, max)); line = line.slice(max); }
+  }
+  if (line) lines.push(line);
+  return lines;
+}
 
 function draw() {
   // The event stepped to stays the current one across a redraw.
@@ -346,9 +373,13 @@ function draw() {
   shown = DATA.events.map((e, i) => i).filter(i => !onlyKey || DATA.events[i].on_key);
   layout = computeLayout();
   const at = new Map(shown.map((i, r) => [i, r]));
+  const max = Math.floor(layout.textW / 6.7);
+  const texts = shown.map(i => DATA.events[i].violation ? wrap(label(i), max) : [label(i)]);
+  tops = [0];
+  texts.forEach(t => tops.push(tops[tops.length - 1] + t.length * ROW_H));
   clear(heads); clear(body);
   heads.setAttribute("width", layout.width); heads.setAttribute("height", HEAD_H);
-  const height = 20 + shown.length * ROW_H;
+  const height = 20 + tops[shown.length];
   body.setAttribute("width", layout.width); body.setAttribute("height", height);
   layout.lanes.forEach(l => {
     const t = el("text", { class: "lane", "data-lane": l, x: laneX(l), y: 16, "text-anchor": "middle" }, heads);
@@ -392,32 +423,35 @@ function draw() {
   });
   function firstShownAtOrAfter(i) { for (const j of shown) if (j >= i) return at.get(j); return null; }
   function lastShownAtOrBefore(i) { let r = null; for (const j of shown) { if (j > i) break; r = at.get(j); } return r; }
-  const colors = { effect: "#2a7", stored: "#06c", claim: "#e80", fenced: "#b00020", fault: "#c00", drop: "#c00", dup: "#a0a", phase: "#888" };
+  // One colour per meaning, as the legend says.
+  const colors = { effect: "#2a7", stored: "#06c", claim: "#e80", fenced: "#0e7c86", fault: "#8c510a", drop: "#8c510a", dup: "#7570b3", phase: "#888" };
   rows = shown.map((i, r) => {
     const e = DATA.events[i];
-    const g = el("g", { class: "row event" + (e.violation ? " violation" : ""), "data-index": i }, body);
-    el("rect", { class: "hl", x: 0, y: rowY(r) - ROW_H / 2, width: layout.width, height: ROW_H, fill: "transparent" }, g);
+    const g = el("g", { class: "row event" + (e.violation ? " violation" : "") + (e.mark ? " mark-" + e.mark : ""), "data-index": i }, body);
+    el("rect", { class: "hl", x: 0, y: rowY(r) - ROW_H / 2, width: layout.width, height: tops[r + 1] - tops[r], fill: "transparent" }, g);
     const y = rowY(r), visible = layout.pos.has(e.lane), x = visible ? laneX(e.lane) : null;
     if (visible && e.from && layout.pos.has(e.from[0]) && at.has(e.from[1]))
       el("line", { x1: laneX(e.from[0]), y1: rowY(at.get(e.from[1])), x2: x, y2: y, stroke: "#555", "marker-end": "url(#arrow)", class: "message" }, body);
     if (visible && e.toward !== null && e.toward !== undefined && layout.pos.has(e.toward)) {
       const tx = x + (laneX(e.toward) - x) * 0.6;
-      el("line", { x1: x, y1: y, x2: tx, y2: y, stroke: e.mark === "drop" ? "#c00" : "#a0a", "stroke-dasharray": "3,2" }, g);
-      el("text", { x: tx - 4, y: y + 4, fill: e.mark === "drop" ? "#c00" : "#a0a" }, g).textContent = e.mark === "drop" ? "\u2717" : "\u25c7";
+      el("line", { x1: x, y1: y, x2: tx, y2: y, stroke: colors[e.mark], "stroke-dasharray": "3,2" }, g);
+      el("text", { x: tx - 4, y: y + 4, fill: colors[e.mark] }, g).textContent = e.mark === "drop" ? "\u2717" : "\u25c7";
     }
-    if (visible && e.fenced_by !== null && bars[e.fenced_by])
-      el("line", { x1: x, y1: y, x2: bars[e.fenced_by].x, y2: y, stroke: "#b00020", "stroke-width": 2, class: "fenced-against" }, g);
+    // A refused write: from the store back to the writer's lane.
+    if (visible && e.refused_to !== null && e.refused_to !== undefined && layout.pos.has(e.refused_to) && e.refused_to !== e.lane)
+      el("line", { x1: x, y1: y, x2: laneX(e.refused_to), y2: y, stroke: colors.fenced, "stroke-width": 2, "marker-end": "url(#arrow)",
+        class: "refused", "data-to": e.refused_to }, g);
     const fill = e.violation ? "#b00020" : (colors[e.mark] || "#333");
     if (visible) {
       if (e.mark === "effect") el("text", { x: x - 6, y: y + 4, fill, class: "dot" }, g).textContent = "\u2605";
       else if (e.mark === "stored") el("rect", { x: x - 5, y: y - 5, width: 10, height: 10, fill, class: "dot" }, g);
       else el("circle", { cx: x, cy: y, r: e.violation ? 6 : 4, fill, class: "dot" }, g);
     }
-    const t = el("text", { x: 8, y: y + 4 }, g);
-    const label = `#${i} ${e.at} ${DATA.lanes[e.lane]}: ${e.text}`;
-    const max = Math.floor(layout.textW / 6.7);
-    t.textContent = label.length > max ? label.slice(0, max - 1) + "\u2026" : label;
-    el("title", {}, g).textContent = label;
+    const t = el("text", { x: 8, y: y + 4, class: "label" }, g);
+    const whole = label(i);
+    if (texts[r].length > 1) texts[r].forEach((line, k) => { el("tspan", { x: 8, dy: k ? ROW_H : 0 }, t).textContent = line; });
+    else t.textContent = whole.length > max ? whole.slice(0, max - 1) + "\u2026" : whole;
+    el("title", {}, g).textContent = whole;
     g.addEventListener("click", () => go(r));
     return g;
   });
