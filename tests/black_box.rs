@@ -31,12 +31,16 @@ fn free_port() -> u16 {
 }
 
 fn serve(variant: Variant, store: StoreTarget, provider_port: u16) -> Running {
-    let spec = ServeSpec {
+    start(&on_loopback(provider_port), &store, variant.protocol()).expect("serve starts")
+}
+
+/// A serve on a free loopback port that calls the provider on `provider_port`.
+fn on_loopback(provider_port: u16) -> ServeSpec {
+    ServeSpec {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         provider: Some(format!("http://127.0.0.1:{provider_port}")),
         ..ServeSpec::default()
-    };
-    start(&spec, &store, variant.protocol()).expect("serve starts")
+    }
 }
 
 /// Runs `idemsim http --json` against `target`; exit code and report.
@@ -155,11 +159,7 @@ fn a_500_after_completion_and_a_stored_transient_error_are_caught() {
             .map(|v| (v["property"].as_str().unwrap().to_string(), v["explanation"].as_str().unwrap().to_string()))
             .collect()
     };
-    let spec = |provider: u16| ServeSpec {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        provider: Some(format!("http://127.0.0.1:{provider}")),
-        ..ServeSpec::default()
-    };
+    let spec = on_loopback;
 
     let provider = free_port();
     let service = start(&spec(provider), &StoreTarget::Mem, Arc::new(TornReplay)).unwrap();
@@ -208,11 +208,7 @@ impl Protocol for NeverTakesOver {
 /// to the provider, is caught with a story; the correct serve is clean.
 #[test]
 fn a_key_refused_past_any_lease_breaks_progress_given_the_lease() {
-    let spec = |provider: u16| ServeSpec {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        provider: Some(format!("http://127.0.0.1:{provider}")),
-        ..ServeSpec::default()
-    };
+    let spec = on_loopback;
     let provider = free_port();
     let service = start(&spec(provider), &StoreTarget::Mem, Arc::new(NeverTakesOver)).unwrap();
     let target = format!("http://{}", service.addr);
@@ -236,13 +232,7 @@ fn a_key_refused_past_any_lease_breaks_progress_given_the_lease() {
 #[test]
 fn a_60_s_lease_without_fencing_is_caught_with_lease_ms_alone() {
     let provider = free_port();
-    let spec = ServeSpec {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        provider: Some(format!("http://127.0.0.1:{provider}")),
-        lease_ms: 60_000,
-        provider_timeout_ms: 300_000,
-        ..ServeSpec::default()
-    };
+    let spec = ServeSpec { lease_ms: 60_000, provider_timeout_ms: 300_000, ..on_loopback(provider) };
     let service = start(&spec, &StoreTarget::Mem, Variant::UnfencedCompletion.protocol()).unwrap();
     let (code, report, text) =
         attack(&format!("http://{}", service.addr), provider, &["--requests", "20", "--lease-ms", "60000"]);
@@ -284,11 +274,7 @@ impl Protocol for StoredRefusalReencoded {
 #[test]
 fn a_stored_400_replayed_in_other_bytes_is_caught() {
     let provider = free_port();
-    let spec = ServeSpec {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        provider: Some(format!("http://127.0.0.1:{provider}")),
-        ..ServeSpec::default()
-    };
+    let spec = on_loopback(provider);
     let service = start(&spec, &StoreTarget::Mem, Arc::new(StoredRefusalReencoded)).unwrap();
     let (code, report, text) = attack(&format!("http://{}", service.addr), provider, &["--requests", "40"]);
     service.stop().unwrap();

@@ -324,6 +324,9 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
     let never = |why: &str| (Some(why.to_string()), Vec::new());
     let mut out = Vec::new();
     let mut judged = Vec::new();
+    // Where the dependency was first called for each reference: both
+    // replay-fidelity and status-rules read it.
+    let called = first_calls(seen);
     // Every property, so that a new one is judged here or said not to be.
     for p in Property::ALL {
         let (not_judged, found) = match p {
@@ -337,8 +340,8 @@ pub fn judge_outside(seen: &[Seen], obs: &Observability) -> OutsideVerdict {
                 (no_charges.clone(), found)
             }
             Property::Fencing => (no_tokens.clone(), fencing(seen, &ops, &by_ref)),
-            Property::ReplayFidelity => (None, replay_fidelity(seen, &ops)),
-            Property::StatusRules => (None, status_rules(seen, &ops, &by_ref, &origins)),
+            Property::ReplayFidelity => (None, replay_fidelity(&called, &ops)),
+            Property::StatusRules => (None, status_rules(seen, &called, &ops, &by_ref, &origins)),
             Property::Isolation => (no_ids.clone(), isolation(&ops, &origins, obs)),
             Property::RetryDiscipline => never("the client retrying is idemsim itself"),
             Property::Expiry => never("the service's sweeper is not observable from outside"),
@@ -653,9 +656,8 @@ fn executed_before(called: &BTreeMap<&str, usize>, v: &OpView<'_>, at: usize) ->
     v.reference.as_deref().and_then(|r| called.get(r)).is_some_and(|c| *c < at)
 }
 
-fn replay_fidelity(seen: &[Seen], ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
-    let called = first_calls(seen);
-    let executed = |v: &OpView<'_>, i: usize| executed_before(&called, v, i);
+fn replay_fidelity(called: &BTreeMap<&str, usize>, ops: &BTreeMap<OpId, OpView<'_>>) -> Vec<Violation> {
+    let executed = |v: &OpView<'_>, i: usize| executed_before(called, v, i);
     // Every recorded answer given for one request (tenant, endpoint, key,
     // body).
     let mut first: BTreeMap<(Slot, &Bytes), (usize, &StoredResponse, OpId)> = BTreeMap::new();
@@ -730,6 +732,7 @@ impl<'a> Origins<'a> {
 
 fn status_rules(
     seen: &[Seen],
+    called: &BTreeMap<&str, usize>,
     ops: &BTreeMap<OpId, OpView<'_>>,
     by_ref: &BTreeMap<String, OpId>,
     origins: &Origins<'_>,
@@ -747,10 +750,9 @@ fn status_rules(
             ));
         }
     }
-    let called = first_calls(seen);
     for (op, v) in ops {
         for (i, r) in &v.answers {
-            if recorded(r, executed_before(&called, v, *i)) && !success(r) {
+            if recorded(r, executed_before(called, v, *i)) && !success(r) {
                 continue;
             }
             if let Some((property, why, more)) = wrong_answer(ops, origins, *op, v, r, *i) {
@@ -1007,6 +1009,15 @@ fn charge_ids(text: &str, prefix: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// What a run with one charging endpoint, `POST /charges`, observes.
+    fn charging_obs() -> Observability {
+        Observability {
+            charging: [("POST".to_string(), "/charges".to_string())].into(),
+            charge_prefix: "ch_".into(),
+            ..Observability::default()
+        }
+    }
+
     /// Builds observations one at a time.
     #[derive(Default)]
     struct Run {
@@ -1050,12 +1061,7 @@ mod tests {
             })
         }
         fn judge(&self) -> OutsideVerdict {
-            let obs = Observability {
-                charging: [("POST".to_string(), "/charges".to_string())].into(),
-                local_effects: false,
-                charge_prefix: "ch_".into(),
-                ..Observability::default()
-            };
+            let obs = Observability { local_effects: false, ..charging_obs() };
             judge_outside(&self.seen, &obs)
         }
         fn broken(&self) -> Vec<(Property, String)> {
@@ -1330,12 +1336,7 @@ mod tests {
             r.push(Seen::Answered { at_ms: *at_ms, op: OpId(1), try_no: n as u32 + 1, response, retry_after_ms: None });
         }
         r.seen.sort_by_key(Seen::at_ms);
-        let obs = Observability {
-            charging: [("POST".to_string(), "/charges".to_string())].into(),
-            charge_prefix: "ch_".into(),
-            lease_ms: Some(1_000),
-            ..Observability::default()
-        };
+        let obs = Observability { lease_ms: Some(1_000), ..charging_obs() };
         judge_outside(&r.seen, &obs).violations.into_iter().map(|v| (v.property, v.explanation)).collect()
     }
 
@@ -1356,12 +1357,7 @@ mod tests {
         let mut r = Run::default();
         r.send(1, request("acme", Some("k"), "/charges", 5, "r1"));
         r.charge("r1", "ch_1", true, None);
-        let obs = |lease_ms| Observability {
-            charging: [("POST".to_string(), "/charges".to_string())].into(),
-            charge_prefix: "ch_".into(),
-            lease_ms,
-            ..Observability::default()
-        };
+        let obs = |lease_ms| Observability { lease_ms, ..charging_obs() };
         let progress = |v: OutsideVerdict| v.judged.into_iter().find(|j| j.property == Property::Progress).unwrap();
         assert!(progress(judge_outside(&r.seen, &obs(None))).not_judged.unwrap().contains("--lease-ms"));
         assert_eq!(progress(judge_outside(&r.seen, &obs(Some(500)))).not_judged, None);

@@ -41,22 +41,37 @@ pub fn mask_url(url: &str) -> String {
 /// A libpq `key=value ...` string with its password values masked
 /// (quoted values included).
 fn mask_pairs(text: &str) -> String {
+    let (pairs, tail) = libpq_pairs(text);
     let mut out = String::new();
+    for p in pairs {
+        out.push_str(p.through_eq);
+        out.push_str(if is_secret_key(p.key) { "***" } else { p.value });
+    }
+    out.push_str(tail);
+    out
+}
+
+/// One `key=value` of a libpq connection string: the text from the end of
+/// the previous value through the `=`, the key, and the value as written.
+struct Pair<'a> {
+    through_eq: &'a str,
+    key: &'a str,
+    value: &'a str,
+}
+
+/// The `key=value` pairs of `text` in order, and what follows the last.
+fn libpq_pairs(text: &str) -> (Vec<Pair<'_>>, &str) {
+    let mut pairs = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find('=') {
         let key_start = rest[..at].rfind(char::is_whitespace).map_or(0, |w| w + 1);
-        let key = rest[key_start..at].trim();
-        out.push_str(&rest[..=at]);
+        let (through_eq, key) = (&rest[..=at], rest[key_start..at].trim());
         rest = &rest[at + 1..];
-        let value_len = value_len(rest);
-        match is_secret_key(key) {
-            true => out.push_str("***"),
-            false => out.push_str(&rest[..value_len]),
-        }
-        rest = &rest[value_len..];
+        let n = value_len(rest);
+        pairs.push(Pair { through_eq, key, value: &rest[..n] });
+        rest = &rest[n..];
     }
-    out.push_str(rest);
-    out
+    (pairs, rest)
 }
 
 /// The length of a libpq value at the start of `s`: quoted (with `\'`
@@ -114,17 +129,8 @@ fn secrets_of(url: &str) -> Vec<String> {
             }
         }
     } else {
-        let mut rest = url;
-        while let Some(at) = rest.find('=') {
-            let key_start = rest[..at].rfind(char::is_whitespace).map_or(0, |w| w + 1);
-            let secret = is_secret_key(rest[key_start..at].trim());
-            rest = &rest[at + 1..];
-            let n = value_len(rest);
-            if secret {
-                out.push(rest[..n].trim_matches('\'').to_string());
-            }
-            rest = &rest[n..];
-        }
+        let secrets = libpq_pairs(url).0.into_iter().filter(|p| is_secret_key(p.key));
+        out.extend(secrets.map(|p| p.value.trim_matches('\'').to_string()));
     }
     out.retain(|p| !p.is_empty());
     out

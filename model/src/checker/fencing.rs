@@ -35,6 +35,11 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     for (i, entry) in index.record_entries(history) {
         let Some(record) = index.record(i) else { continue };
         let life = &mut records[record.get()];
+        if let Some((by, scope, attempt, what)) = accepted_write(&entry.event) {
+            let w = writer(&held, by, record, attempt);
+            after_gone(life.gone, scope, w, i, what, &mut out);
+            stale(life.granted, scope, w, i, what, &mut out);
+        }
         let granted = &mut life.granted;
         match &entry.event {
             Event::Claimed { attempt, .. } => {
@@ -77,25 +82,7 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
                     ));
                 }
             }
-            Event::RecoveryPointWritten { by, scope, attempt, .. } => {
-                let w = writer(&held, by, record, *attempt);
-                after_gone(life.gone, scope, w, i, "recovery point", &mut out);
-                stale(life.granted, scope, w, i, "recovery point", &mut out)
-            }
-            Event::LocalEffectCommitted { by, scope, attempt, .. } => {
-                let w = writer(&held, by, record, *attempt);
-                after_gone(life.gone, scope, w, i, "local effect", &mut out);
-                stale(life.granted, scope, w, i, "local effect", &mut out)
-            }
-            Event::CompletionWritten { by, scope, attempt, .. } => {
-                let w = writer(&held, by, record, *attempt);
-                after_gone(life.gone, scope, w, i, "completion", &mut out);
-                stale(life.granted, scope, w, i, "completion", &mut out)
-            }
-            Event::Released { by, scope, attempt } => {
-                let w = writer(&held, by, record, *attempt);
-                after_gone(life.gone, scope, w, i, "release", &mut out);
-                stale(life.granted, scope, w, i, "release", &mut out);
+            Event::Released { .. } => {
                 *life = Lifetime { gone: Some((i, "released")), ..Lifetime::default() };
             }
             Event::RecordSwept { .. } => {
@@ -105,6 +92,18 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A write the store accepted: its writer, record, the attempt it names,
+/// and what it wrote.
+fn accepted_write(event: &Event) -> Option<(&Origin, &Scope, Attempt, &'static str)> {
+    match event {
+        Event::RecoveryPointWritten { by, scope, attempt, .. } => Some((by, scope, *attempt, "recovery point")),
+        Event::LocalEffectCommitted { by, scope, attempt, .. } => Some((by, scope, *attempt, "local effect")),
+        Event::CompletionWritten { by, scope, attempt, .. } => Some((by, scope, *attempt, "completion")),
+        Event::Released { by, scope, attempt } => Some((by, scope, *attempt, "release")),
+        _ => None,
+    }
 }
 
 /// The attempt a write was made under, and the one its writer holds

@@ -147,6 +147,10 @@ pub const DOWN_AFTER_MS: u64 = 5_000;
 /// Why a run stopped when the target went away.
 pub const TARGET_DOWN: &str = "the target stopped answering (connections refused for 5 s)";
 
+/// Why a run stopped when its `--max-secs` ran out (the late probes still
+/// run then: they are part of the verdict, not an interruption).
+const OUT_OF_TIME: &str = "the --max-secs limit was reached";
+
 impl Recorder {
     fn new() -> Recorder {
         Recorder {
@@ -487,7 +491,7 @@ fn stop_reason(deadline: Instant, rec: &Recorder) -> Option<String> {
     if rec.target_down() {
         return Some(TARGET_DOWN.into());
     }
-    (Instant::now() >= deadline).then(|| "the --max-secs limit was reached".into())
+    (Instant::now() >= deadline).then(|| OUT_OF_TIME.into())
 }
 
 /// Every keyed request that got a success is sent once more, after
@@ -568,7 +572,7 @@ async fn late_replays(
         });
     }
     while tasks.join_next().await.is_some() {}
-    stop_reason(deadline, rec).filter(|why| why != "the --max-secs limit was reached")
+    stop_reason(deadline, rec).filter(|why| why != OUT_OF_TIME)
 }
 
 /// Reads the service's local effects for every key sent; `true` when the
