@@ -13,60 +13,6 @@ pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut out = acknowledged_without_effect(history, index);
     out.extend(stuck_in_progress(history, index));
     out.extend(stored_errors(history, index));
-    out.extend(orphaned_charges(history, index));
-    out
-}
-
-/// A charge the dependency performed whose record was then released
-/// without a completion, and never completed after: nothing on our side
-/// says the charge happened (a retry with another body would charge
-/// again, and no retry at all leaves the customer charged for an
-/// operation that failed). Judged once the run ended; a later completion
-/// of the same record lifetime (a retry that collapsed onto the charge)
-/// makes it whole.
-fn orphaned_charges(history: &History, index: &Index) -> Vec<Violation> {
-    if history.end_at().is_none() {
-        return Vec::new();
-    }
-    // Per client scope: the lifetime's charge, whether it completed, and
-    // the release that left the charge without a record.
-    #[derive(Clone, Default)]
-    struct Life {
-        charge: Option<usize>,
-        completed: bool,
-        released: Option<usize>,
-    }
-    let mut lives: Vec<Life> = vec![Life::default(); index.scope_count()];
-    let mut scopes: Vec<Option<ScopeId>> = vec![None; index.scope_count()];
-    for (i, entry) in index.record_entries(history) {
-        let Some(client) = index.client_scope_id(i) else { continue };
-        scopes[client.get()] = Some(client);
-        let life = &mut lives[client.get()];
-        match &entry.event {
-            Event::DownstreamEffect { .. } => {
-                life.charge.get_or_insert(i);
-            }
-            Event::CompletionWritten { .. } => life.completed = true,
-            Event::Released { .. } if life.charge.is_some() && !life.completed => life.released = Some(i),
-            Event::RecordSwept { .. } => *life = Life::default(),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    for (life, client) in lives.into_iter().zip(scopes) {
-        let (Some(charge), false, Some(released), Some(client)) = (life.charge, life.completed, life.released, client)
-        else {
-            continue;
-        };
-        out.push(Violation::new(
-            Property::Liveness,
-            vec![charge, released],
-            format!(
-                "{} was charged at #{charge}, then released at #{released} and never completed: nothing records the charge, so the customer paid for an operation that failed (and another body under the key would charge again)",
-                index.scope(client)
-            ),
-        ));
-    }
     out
 }
 
@@ -75,27 +21,72 @@ fn transient(status: u16) -> bool {
     matches!(status, 408 | 429 | 502 | 503 | 504)
 }
 
+/// A record lifetime's charge, whether it completed, and the release that
+/// left the charge without a record (see [`stored_errors`]).
+#[derive(Clone, Default)]
+struct Orphan {
+    charge: Option<(ScopeId, usize)>,
+    completed: bool,
+    released: Option<usize>,
+}
+
+impl Orphan {
+    fn violation(self, index: &Index) -> Option<Violation> {
+        let (Some((client, charge)), false, Some(released)) = (self.charge, self.completed, self.released) else {
+            return None;
+        };
+        Some(Violation::new(
+            Property::Liveness,
+            vec![charge, released],
+            format!(
+                "{} was charged at #{charge}, then released at #{released} and never completed: nothing records the charge, so the customer paid for an operation that failed (and another body under the key would charge again)",
+                index.scope(client)
+            ),
+        ))
+    }
+}
+
 /// A stored response must agree with the effects: a transient status is
 /// never a final answer (the request could never succeed: every retry
 /// replays it), and a stored error means no effect was performed (the
 /// caller is told it failed while it was charged). Properties 2 and 7
 /// of docs/protocol.md §9 together.
+///
+/// In the same pass, a charge whose record was released without a
+/// completion and never completed after: nothing on our side says the
+/// charge happened (a retry with another body would charge again, and no
+/// retry at all leaves the customer charged for an operation that
+/// failed). Judged once the run ended; a later completion of the same
+/// lifetime (a retry that collapsed onto the charge) makes it whole.
 fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
     // Effects per client scope and record lifetime (a sweep starts a new one).
     let mut lifetime: Vec<u32> = vec![0; index.scope_count()];
     let mut effects: super::Lookup<(ScopeId, u32), usize> = crate::lookup::lookup(index.scope_count());
     let mut stored: Vec<(usize, ScopeId, u32, u16)> = Vec::new();
+    let mut orphans: Vec<Orphan> = vec![Orphan::default(); index.scope_count()];
     for (i, entry) in index.record_entries(history) {
         let Some(client) = index.client_scope_id(i) else { continue };
         let life = lifetime[client.get()];
+        let orphan = &mut orphans[client.get()];
         match &entry.event {
-            Event::RecordSwept { .. } => lifetime[client.get()] += 1,
-            Event::LocalEffectCommitted { .. } | Event::DownstreamEffect { .. } => {
+            Event::RecordSwept { .. } => {
+                lifetime[client.get()] += 1;
+                *orphan = Orphan::default();
+            }
+            Event::LocalEffectCommitted { .. } => {
                 effects.entry((client, life)).or_insert(i);
             }
-            Event::CompletionWritten { response, .. } if response.status >= 400 => {
-                stored.push((i, client, life, response.status));
+            Event::DownstreamEffect { .. } => {
+                effects.entry((client, life)).or_insert(i);
+                orphan.charge.get_or_insert((client, i));
             }
+            Event::CompletionWritten { response, .. } => {
+                orphan.completed = true;
+                if response.status >= 400 {
+                    stored.push((i, client, life, response.status));
+                }
+            }
+            Event::Released { .. } if orphan.charge.is_some() && !orphan.completed => orphan.released = Some(i),
             _ => {}
         }
     }
@@ -116,6 +107,9 @@ fn stored_errors<'h>(history: &'h History, index: &'h Index) -> Vec<Violation> {
                 format!("{scope} stored {status} as its response, yet its effect happened at #{effect}: the caller is told it failed while it was charged"),
             ));
         }
+    }
+    if history.end_at().is_some() {
+        out.extend(orphans.into_iter().filter_map(|o| o.violation(index)));
     }
     out
 }

@@ -17,61 +17,65 @@ use crate::ids::MessageId;
 use crate::request::Effects;
 use std::collections::BTreeMap;
 
-pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
-    let mut out = committed_and_applied(history, index);
-    out.extend(promised_but_never_committed(history, index));
-    out
-}
-
 /// Completions with a success for a request whose endpoint sends a
 /// message (the request that executed, or for a background completion the
-/// one that created the record) after which no message of the record's
-/// lifetime was committed, by the end of the run.
-fn promised_but_never_committed(history: &History, index: &Index) -> Vec<Violation> {
-    if history.end_at().is_none() {
-        return Vec::new();
+/// one that created the record), and whether a message of the record's
+/// lifetime was committed since.
+struct Promises<'i, 'h> {
+    index: &'i Index<'h>,
+    /// Per record: whether its creator's endpoint sends a message.
+    creator: Vec<Option<bool>>,
+    /// Per record: the success that promised a message and is still owed one.
+    owed: Vec<Option<usize>>,
+}
+
+impl<'i, 'h> Promises<'i, 'h> {
+    fn new(index: &'i Index<'h>) -> Self {
+        Promises { index, creator: vec![None; index.record_count()], owed: vec![None; index.record_count()] }
     }
-    let sends_message = |by: &Origin| {
-        let req = by.request()?;
-        index.sent(req).map(|(_, request, _, _)| Effects::of_path(&request.path).message)
-    };
-    // Per record: whether its creator's endpoint sends a message, and the
-    // success that promised one and is still owed one.
-    let mut creator: Vec<Option<bool>> = vec![None; index.record_count()];
-    let mut owed: Vec<Option<usize>> = vec![None; index.record_count()];
-    for (i, entry) in index.record_entries(history) {
-        let Some(record) = index.record(i) else { continue };
+
+    fn sends_message(&self, by: &Origin) -> Option<bool> {
+        let (_, request, _, _) = self.index.sent(by.request()?)?;
+        Some(Effects::of_path(&request.path).message)
+    }
+
+    fn observe(&mut self, i: usize, event: &Event) {
+        let Some(record) = self.index.record(i) else { return };
         let r = record.get();
-        match &entry.event {
-            Event::Claimed { by, .. } => creator[r] = sends_message(by).or(creator[r]),
+        match event {
+            Event::Claimed { by, .. } => self.creator[r] = self.sends_message(by).or(self.creator[r]),
             Event::CompletionWritten { by, response, outbox, .. } => {
-                let promised = sends_message(by).or(creator[r]).unwrap_or(false);
+                let promised = self.sends_message(by).or(self.creator[r]).unwrap_or(false);
                 let success = (200..300).contains(&response.status);
-                owed[r] = (promised && success && outbox.is_empty()).then_some(i);
+                self.owed[r] = (promised && success && outbox.is_empty()).then_some(i);
             }
-            Event::OutboxStaged { outbox, .. } if !outbox.is_empty() => owed[r] = None,
-            Event::RecordSwept { .. } => owed[r] = None,
+            Event::OutboxStaged { outbox, .. } if !outbox.is_empty() => self.owed[r] = None,
+            Event::RecordSwept { .. } => self.owed[r] = None,
             _ => {}
         }
     }
-    let owed = owed.into_iter().flatten();
-    owed.map(|i| {
-        let scope = history.entries[i].event.scope().expect("a completion names its record");
-        Violation::new(
-            Property::Outbox,
-            vec![i],
-            format!("{scope} was completed with a success that sends a message, but no message of it was ever committed: the message is lost"),
-        )
-    })
-    .collect()
+
+    /// The promises still owed at the end of the run: lost messages.
+    fn lost(self, history: &History) -> impl Iterator<Item = Violation> + '_ {
+        self.owed.into_iter().flatten().map(|i| {
+            let scope = history.entries[i].event.scope().expect("a completion names its record");
+            Violation::new(
+                Property::Outbox,
+                vec![i],
+                format!("{scope} was completed with a success that sends a message, but no message of it was ever committed: the message is lost"),
+            )
+        })
+    }
 }
 
-fn committed_and_applied(history: &History, index: &Index) -> Vec<Violation> {
+pub(super) fn check(history: &History, index: &Index) -> Vec<Violation> {
     let mut staged: BTreeMap<&MessageId, usize> = BTreeMap::new();
     let mut applied: Lookup<&MessageId, usize> = crate::lookup::lookup(index.record_count());
+    let mut promises = Promises::new(index);
     let mut out = Vec::new();
     // Completions, publishes and deliveries all name their record.
     for (i, entry) in index.record_entries(history) {
+        promises.observe(i, &entry.event);
         match &entry.event {
             Event::CompletionWritten { outbox, scope, .. } | Event::OutboxStaged { outbox, scope, .. } => {
                 for id in outbox {
@@ -116,6 +120,7 @@ fn committed_and_applied(history: &History, index: &Index) -> Vec<Violation> {
                 ));
             }
         }
+        out.extend(promises.lost(history));
     }
     out
 }
