@@ -1,7 +1,7 @@
 //! The conformance kit passes the real stores and fails broken ones.
 
 use idemsim_store::conformance::{Conformance, Op};
-use idemsim_store::{MemStore, SqliteStore};
+use idemsim_store::{IdempotencyStore, MemStore, SqliteStore};
 use idemsim_tests::broken::{Broken, Flaw};
 use std::time::Duration;
 
@@ -129,4 +129,72 @@ fn every_bundled_store_stages_outbox_messages_as_the_model_does() {
         });
         assert_eq!(pending, expected, "{target:?}");
     }
+}
+
+/// A claim that reads first and inserts after a pause (a read-then-insert
+/// without a transaction): two callers can both be told they own the key.
+#[derive(Default)]
+struct RacyClaim(MemStore);
+
+#[async_trait::async_trait]
+impl idemsim_store::Delegate for RacyClaim {
+    fn inner(&self) -> &dyn idemsim_store::IdempotencyStore {
+        &self.0
+    }
+    async fn claim(
+        &self,
+        s: &idemsim_model::Scope,
+        f: &idemsim_model::Fingerprint,
+        now: idemsim_model::SimTime,
+        lease_ms: u64,
+    ) -> Result<idemsim_model::Claim, idemsim_store::StoreError> {
+        if let Some(found) = self.0.read(s).await? {
+            return Ok(idemsim_model::Claim::Existing(found));
+        }
+        tokio::task::yield_now().await;
+        let attempt = self.0.with_model(|m| {
+            let attempt = m.tombstone(s).map_or(idemsim_model::Attempt(1), |(a, _)| a.next());
+            let state = idemsim_model::RecordState::InProgress {
+                attempt,
+                locked_until: now.plus_ms(lease_ms),
+                recovery_point: None,
+            };
+            m.put(s, idemsim_model::Record { fingerprint: f.clone(), created_at: now, state });
+            attempt
+        });
+        Ok(idemsim_model::Claim::Owned(attempt))
+    }
+}
+
+/// The concurrent mode: the bundled stores are linearizable over 2,000
+/// operations of 8 callers each (real servers skip visibly when absent and
+/// fail under `CI=true`); a racy claim is not, shrunk to a short history.
+#[test]
+fn bundled_stores_are_linearizable_and_a_racy_claim_is_not() {
+    use idemsim::target::StoreTarget;
+    use idemsim_model::linearizability::Verdict;
+    use idemsim_store::conformance::Concurrent;
+    use idemsim_tests::real::{mysql_url, pg_url, redis_url, server_or_skip};
+    let mut targets = vec![StoreTarget::Mem, StoreTarget::Sqlite];
+    targets.extend(server_or_skip("PostgreSQL", pg_url()).map(StoreTarget::Pg));
+    targets.extend(server_or_skip("MariaDB", mysql_url()).map(StoreTarget::MySql));
+    targets.extend(server_or_skip("Redis", redis_url()).map(StoreTarget::Redis));
+    let kit = Concurrent::new();
+    for target in targets {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let verdict = rt.block_on(async {
+            let (store, _) = target.open("idemsim_linearizable", 8, None).await.unwrap();
+            kit.check_store(store).await
+        });
+        assert!(verdict.linearizable(), "{target:?}: {verdict}");
+        assert!(verdict.operations >= 1_900, "{target:?}: {verdict}");
+    }
+    let verdict = Concurrent::new().check(|| async { Ok(RacyClaim::default()) }).unwrap();
+    assert!(!verdict.linearizable(), "the racy claim: {verdict}");
+    // The witness is the shortest failing prefix of the key's operations,
+    // less those that changed nothing: a handful, ending on the race.
+    let Verdict::NotLinearizable { operations, .. } = &verdict.verdict else { unreachable!() };
+    assert!((2..=20).contains(&verdict.shrunk.len()) && verdict.shrunk.len() < operations.len() / 5, "{verdict}");
+    let text = verdict.to_string();
+    assert!(text.starts_with("NOT LINEARIZABLE") && text.contains("claim") && text.contains("owned"), "{text}");
 }

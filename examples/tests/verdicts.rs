@@ -432,3 +432,22 @@ fn an_outbox_row_written_after_the_completion_is_written_without_workarounds_and
     sim.protocol(Correct);
     assert!(sweep(&mut sim).failures.is_empty());
 }
+
+/// The store bugs the correct protocol never leans on are not linearizable
+/// either: under concurrent callers that ask for takeovers before the lease
+/// ends and for writes by attempts that do not hold the record, the
+/// concurrent mode finds answers no order explains; the bundled store, under
+/// the same callers, is linearizable.
+#[test]
+fn guards_the_protocol_never_exercises_break_linearizability() {
+    let mut kit = Concurrent::new();
+    kit.operations(1_000);
+    let verdict = kit.check(|| async { Ok(TakeoverIgnoresLease::default()) }).unwrap();
+    assert!(!verdict.linearizable(), "a takeover of a live lease: {verdict}");
+    assert!(verdict.to_string().contains("take_over"), "{verdict}");
+    let verdict = kit.check(|| async { Ok(CompleteAnyStatus::default()) }).unwrap();
+    assert!(!verdict.linearizable(), "a completion of a completed record: {verdict}");
+    assert!(verdict.to_string().contains("complete"), "{verdict}");
+    let verdict = kit.check(|| async { Ok(MemStore::new()) }).unwrap();
+    assert!(verdict.linearizable(), "{verdict}");
+}

@@ -38,6 +38,7 @@ mod decision;
 mod fingerprint;
 pub mod history;
 mod ids;
+pub mod linearizability;
 mod lookup;
 pub mod outside;
 pub mod probe;

@@ -103,6 +103,12 @@ impl RefStore {
         }
     }
 
+    /// The tombstone a released record of `scope` left: its attempt, and
+    /// when it was created.
+    pub fn tombstone(&self, scope: &Scope) -> Option<(Attempt, SimTime)> {
+        self.tombstones.get(scope).copied()
+    }
+
     /// Releases the record (an execution that must not be stored, such as a
     /// validation error), if `attempt` still holds it: the key reads as
     /// absent again, and a tombstone keeps the attempt count.

@@ -23,5 +23,5 @@ pub use idemsim_protocol::{
     ChargeAnswer, ClaimStep, ClientEnv, Correct, Env, Protocol, Reply, Steps, StoreOp, StoreReply, Variant,
 };
 pub use idemsim_sim::SimConfig;
-pub use idemsim_store::conformance::Conformance;
+pub use idemsim_store::conformance::{Concurrent, Conformance};
 pub use idemsim_store::{Delegate, IdempotencyStore, MemStore, StoreError};

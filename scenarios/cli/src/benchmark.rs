@@ -134,6 +134,9 @@ pub struct BenchReport {
     pub instructions: Option<crate::instructions::Instructions>,
     /// Why they were not counted, if they were not.
     pub instructions_skipped: Option<String>,
+    /// Milliseconds to record and check for linearizability a concurrent
+    /// history of 10,000 operations of 16 callers on the mem store.
+    pub linearizability_ms: f64,
     /// Targets and marks.
     pub targets: Vec<Target>,
     /// Stopped by Ctrl-C: the figures are partial and judged by no target.
@@ -358,6 +361,13 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         }
     }
     let time_to_first_failure = detail.iter().map(|(k, t)| (k.clone(), t.median_ms)).collect();
+    let linearizability_ms = match idemsim::sweep::stopped() {
+        true => f64::NAN,
+        false => {
+            say("linearizability: 10,000 operations of 16 callers");
+            linearizability_ms()?
+        }
+    };
     let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
     let jobs = two / seeds_per_sec;
     // An interrupted bench measured part of each figure: no verdicts on them.
@@ -369,6 +379,12 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
                 Speed { seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, peak_rss_mib };
             let mut t = targets(&speed, &detail);
             t.extend(instructions.as_ref().map(instruction_target));
+            t.push(Target {
+                name: "linearizability check, 10,000 ops of 16 callers (ms)".into(),
+                value: linearizability_ms,
+                goal: "< 10000 ms".into(),
+                pass: linearizability_ms < 10_000.0,
+            });
             t
         }
     };
@@ -390,11 +406,29 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         side_by_side_skipped,
         instructions,
         instructions_skipped,
+        linearizability_ms,
         targets,
     })
 }
 
 /// At most twice what bare madsim costs for the same traffic.
+/// Records and checks a concurrent history of 10,000 operations of 16
+/// callers over 8 keys on the mem store; the wall milliseconds.
+fn linearizability_ms() -> Result<f64, String> {
+    let started = Instant::now();
+    let mut kit = idemsim_store::conformance::Concurrent::new();
+    let verdict = kit
+        .callers(16)
+        .operations(10_000)
+        .keys(8)
+        .check(|| async { Ok(idemsim_store::MemStore::new()) })
+        .map_err(|e| e.to_string())?;
+    match verdict.linearizable() {
+        true => Ok(started.elapsed().as_secs_f64() * 1000.0),
+        false => Err(format!("the mem store was judged not linearizable: {verdict}")),
+    }
+}
+
 fn instruction_target(i: &crate::instructions::Instructions) -> Target {
     Target {
         name: "instructions per default seed (callgrind)".into(),
@@ -559,6 +593,11 @@ fn side_by_side_and_the_rest(r: &BenchReport, out: &mut dyn Write) -> io::Result
     if let Some(why) = &r.side_by_side_skipped {
         writeln!(out, "  skipped: {why}")?;
     }
+    writeln!(
+        out,
+        "linearizability: 10,000 operations of 16 callers recorded and checked in {} ms",
+        fig(r.linearizability_ms, 0, 0)
+    )?;
     writeln!(out, "instructions (callgrind; repeatable, unlike the wall-clock figures above):")?;
     match (&r.instructions, &r.instructions_skipped) {
         (Some(i), _) => writeln!(

@@ -17,9 +17,11 @@
 //! assert!(verdict.stats.claims_owned > 0);
 //! ```
 
+mod concurrent;
 mod op;
 mod run;
 
+pub use concurrent::{Concurrent, ConcurrentVerdict};
 pub use op::Op;
 pub use run::Stats;
 
