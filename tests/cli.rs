@@ -173,10 +173,13 @@ fn bench_prints_every_figure_as_json() {
         assert!(ttff[&format!("default/{variant}")].as_f64().unwrap() > 0.0, "{variant}");
         assert_eq!(doc["time_to_first_failure_detail"][format!("default/{variant}")]["found"], 3, "{variant}");
     }
-    // Seven wall-clock and memory targets and the instruction count, which
-    // valgrind (on every machine of this kind) makes.
+    // Seven wall-clock and memory targets, the instruction count, which
+    // valgrind (on every machine of this kind) makes, and the time to check
+    // a concurrent history of 10,000 operations.
     let targets = doc["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), 8, "{}", doc["instructions_skipped"]);
+    assert_eq!(targets.len(), 9, "{}", doc["instructions_skipped"]);
+    assert!(doc["linearizability_ms"].as_f64().unwrap() > 0.0, "{doc}");
+    assert!(targets.iter().any(|t| t["name"].as_str().unwrap().starts_with("linearizability check")));
     let rss = targets.iter().find(|t| t["name"].as_str().unwrap().starts_with("peak RSS")).expect("an RSS target");
     assert_eq!(rss["goal"], "< 32 MiB");
     let i = &doc["instructions"];
