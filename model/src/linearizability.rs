@@ -329,58 +329,22 @@ fn search(ops: &[&Operation], states_max: usize) -> Option<bool> {
     }
     entries.sort_by_key(|&(at, is_call, i)| (at, is_call, i));
     let entries: Vec<Entry> = entries.into_iter().map(|(_, is_call, op)| Entry { op, is_call }).collect();
-    // A doubly linked list over `entries`, with lifting (remove an
-    // operation's call and return) and unlifting (put them back).
-    let n = entries.len();
-    let mut next: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let mut head = 0usize; // n means empty
     let mut ret_of = vec![0usize; ops.len()];
     for (k, e) in entries.iter().enumerate().filter(|(_, e)| !e.is_call) {
         ret_of[e.op] = k;
     }
-    let unlink = |k: usize, head: &mut usize, next: &mut [usize], prev: &mut [usize]| {
-        let (p, q) = (prev[k], next[k]);
-        if p == usize::MAX {
-            *head = q;
-        } else {
-            next[p] = q;
-        }
-        if q < n {
-            prev[q] = p;
-        }
-    };
-    let relink = |k: usize, head: &mut usize, next: &mut [usize], prev: &mut [usize]| {
-        let (p, q) = (prev[k], next[k]);
-        if p == usize::MAX {
-            *head = k;
-        } else {
-            next[p] = k;
-        }
-        if q < n {
-            prev[q] = k;
-        }
-    };
+    let mut list = Links::new(entries.len());
     let mut model = RefStore::new();
     let mut linearized = vec![0u64; ops.len().div_ceil(64)];
     let mut seen: HashSet<(Vec<u64>, u64)> = HashSet::new();
     let mut stack: Vec<(usize, RefStore)> = Vec::new();
-    let mut entry = head;
-    while head < n {
+    let mut entry = list.head;
+    while !list.is_empty() {
         if seen.len() > states_max {
             return None;
         }
-        if entry >= n {
-            // Every remaining call was tried: backtrack.
-            let (k, before) = stack.pop()?;
-            let op = entries[k].op;
-            linearized[op / 64] &= !(1 << (op % 64));
-            model = before;
-            relink(ret_of[op], &mut head, &mut next, &mut prev);
-            relink(k, &mut head, &mut next, &mut prev);
-            entry = next[k];
-            continue;
-        }
+        // The list always ends on a return (an operation returns after it
+        // is invoked), so the walk meets one before it runs off the end.
         let e = entries[entry];
         if !e.is_call {
             if ops[e.op].returned_ns.is_none() {
@@ -388,34 +352,87 @@ fn search(ops: &[&Operation], states_max: usize) -> Option<bool> {
                 // returned is linearized.
                 return Some(true);
             }
-            // An operation returned before any order placed it: backtrack.
+            // An operation returned before any order placed it: take back
+            // the last placed one, and try the call after it.
             let Some((k, before)) = stack.pop() else { return Some(false) };
             let op = entries[k].op;
             linearized[op / 64] &= !(1 << (op % 64));
             model = before;
-            relink(ret_of[op], &mut head, &mut next, &mut prev);
-            relink(k, &mut head, &mut next, &mut prev);
-            entry = next[k];
+            list.unlift(k, ret_of[op]);
+            entry = list.next[k];
             continue;
         }
         let op = ops[e.op];
         let mut after = model.clone();
         let answer = op.call.apply(&mut after);
-        let fits = op.answer.as_ref().is_none_or(|a| *a == answer);
-        if fits {
+        if op.answer.as_ref().is_none_or(|a| *a == answer) {
             linearized[e.op / 64] |= 1 << (e.op % 64);
             if seen.insert((linearized.clone(), state_hash(&after, op.call.scope()))) {
                 stack.push((entry, std::mem::replace(&mut model, after)));
-                unlink(entry, &mut head, &mut next, &mut prev);
-                unlink(ret_of[e.op], &mut head, &mut next, &mut prev);
-                entry = head;
+                list.lift(entry, ret_of[e.op]);
+                entry = list.head;
                 continue;
             }
             linearized[e.op / 64] &= !(1 << (e.op % 64));
         }
-        entry = next[entry];
+        entry = list.next[entry];
     }
     Some(true)
+}
+
+/// A doubly linked list over the entries (by index), from which an
+/// operation's call and return are lifted when it is placed, and put back
+/// in place when it is taken back.
+struct Links {
+    head: usize,
+    next: Vec<usize>,
+    prev: Vec<usize>,
+}
+
+impl Links {
+    /// Entries `0..n` in order; `n` stands for the end, `usize::MAX` for
+    /// before the head.
+    fn new(n: usize) -> Links {
+        Links { head: 0, next: (1..=n).collect(), prev: (0..n).map(|i| i.wrapping_sub(1)).collect() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head >= self.next.len()
+    }
+
+    fn lift(&mut self, call: usize, ret: usize) {
+        self.unlink(call);
+        self.unlink(ret);
+    }
+
+    /// Undoes [`Links::lift`]: in the reverse order, so each entry's
+    /// neighbours are the ones it had.
+    fn unlift(&mut self, call: usize, ret: usize) {
+        self.relink(ret);
+        self.relink(call);
+    }
+
+    fn unlink(&mut self, k: usize) {
+        let (p, q) = (self.prev[k], self.next[k]);
+        match p {
+            usize::MAX => self.head = q,
+            p => self.next[p] = q,
+        }
+        if q < self.next.len() {
+            self.prev[q] = p;
+        }
+    }
+
+    fn relink(&mut self, k: usize) {
+        let (p, q) = (self.prev[k], self.next[k]);
+        match p {
+            usize::MAX => self.head = k,
+            p => self.next[p] = k,
+        }
+        if q < self.next.len() {
+            self.prev[q] = k;
+        }
+    }
 }
 
 /// A hash of the model's state for one key: its record and its tombstone

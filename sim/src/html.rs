@@ -123,8 +123,8 @@ fn page<'a>(title: &'a str, history: &History, violations: &[Violation]) -> Page
         .filter(|(_, s)| s.as_ref().is_some_and(|s| violating.contains(s)))
         .map(|(e, _)| e.node)
         .collect();
-    let leases = leases(history, &lane_of, &violating);
     let holder = holders(history);
+    let leases = leases(history, &holder, &lane_of, &violating);
     let mut sent: BTreeMap<RequestId, usize> = BTreeMap::new();
     let mut answered: BTreeMap<RequestId, usize> = BTreeMap::new();
     let mut rows = Vec::with_capacity(history.entries.len());
@@ -202,8 +202,12 @@ fn holders(history: &History) -> impl Fn(&Origin, NodeId) -> NodeId {
 /// holds it, from the grant to where it ran out (the first event at or
 /// after its end), was released or completed by its holder, or was taken
 /// over: whichever comes first.
-fn leases(history: &History, lane_of: &BTreeMap<NodeId, usize>, violating: &BTreeSet<&Scope>) -> Vec<Lease> {
-    let holder = holders(history);
+fn leases(
+    history: &History,
+    holder: &impl Fn(&Origin, NodeId) -> NodeId,
+    lane_of: &BTreeMap<NodeId, usize>,
+    violating: &BTreeSet<&Scope>,
+) -> Vec<Lease> {
     let last = history.entries.len().saturating_sub(1);
     let mut out = Vec::new();
     for (i, e) in history.entries.iter().enumerate() {

@@ -39,3 +39,23 @@ local function insert(m, fp, attempt, now, until_ms)
   redis.call('ZADD', CREATED, now, m)
   redis.call('ZADD', LEASES, until_ms, m)
 end
+
+-- The id of the first of `n` outbox messages in ARGV from index `first`
+-- ([id, topic, payload] each) that exists already, or nil.
+local function outbox_taken(first, n)
+  for i = 0, n - 1 do
+    local id = ARGV[first + 3 * i]
+    if redis.call('EXISTS', okey(id)) == 1 then return id end
+  end
+  return nil
+end
+
+-- Queues those `n` messages for the record `m`, in order.
+local function queue_outbox(m, first, n)
+  for i = 0, n - 1 do
+    local id = ARGV[first + 3 * i]
+    local seq = redis.call('INCR', SEQ)
+    redis.call('HSET', okey(id), 'm', m, 'topic', ARGV[first + 1 + 3 * i], 'payload', ARGV[first + 2 + 3 * i], 'published', 0)
+    redis.call('ZADD', PENDING, seq, id)
+  end
+end

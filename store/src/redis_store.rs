@@ -412,9 +412,7 @@ impl IdempotencyStore for RedisStore {
         };
         let mut args: Vec<&[u8]> =
             vec![&m, &a, &status, &completion.response.body.0, has_effect, effect_id, effect_data, &n];
-        for message in &completion.outbox {
-            args.extend([message.id.0.as_bytes(), message.topic.as_bytes(), &message.payload.0[..]]);
-        }
+        args.extend(message_args(&completion.outbox));
         let script = match self.flaw {
             Some(StoreFlaw::UnfencedCompletion) => &SCRIPTS.complete_unfenced,
             _ => &SCRIPTS.complete,
@@ -504,9 +502,14 @@ impl IdempotencyStore for RedisStore {
     async fn stage_outbox(&self, scope: &Scope, messages: &[OutboxMessage]) -> Result<(), StoreError> {
         let (m, n) = (member(scope)?, num(messages.len() as u64));
         let mut args: Vec<&[u8]> = vec![&m, &n];
-        for message in messages {
-            args.extend([message.id.0.as_bytes(), message.topic.as_bytes(), &message.payload.0[..]]);
-        }
+        args.extend(message_args(messages));
         self.eval(&SCRIPTS.stage_outbox, &args, true).await.map(|_| ())
     }
+}
+
+/// The script arguments of outbox messages: id, topic and payload of each,
+/// as `complete.lua` and `stage_outbox.lua` read them (lib.lua's
+/// `queue_outbox`).
+fn message_args(messages: &[OutboxMessage]) -> impl Iterator<Item = &[u8]> {
+    messages.iter().flat_map(|m| [m.id.0.as_bytes(), m.topic.as_bytes(), &m.payload.0[..]])
 }

@@ -196,7 +196,7 @@ impl fmt::Display for ConcurrentVerdict {
     }
 }
 
-/// Eight seed bytes for a caller's plan: the kit's seed and the caller.
+/// The seed of a caller's plan: the kit's seed and the caller's number.
 fn seed_bytes(seed: u64, caller: u64) -> [u8; 32] {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
