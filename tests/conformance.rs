@@ -151,7 +151,9 @@ impl idemsim_store::Delegate for RacyClaim {
         if let Some(found) = self.0.read(s).await? {
             return Ok(idemsim_model::Claim::Existing(found));
         }
-        tokio::task::yield_now().await;
+        // The window between the read and the insert (a round trip to a
+        // database), wide enough that callers meet in it.
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         let attempt = self.0.with_model(|m| {
             let attempt = m.tombstone(s).map_or(idemsim_model::Attempt(1), |(a, _)| a.next());
             let state = idemsim_model::RecordState::InProgress {

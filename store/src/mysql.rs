@@ -282,15 +282,25 @@ impl IdempotencyStore for MySqlStore {
         let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
         let mut c = self.conn().await?;
         let mut tx = c.start_transaction(tx_opts()).await.map_err(map_err)?;
+        let read = format!("SELECT {} FROM idem_records WHERE caller = ? AND `key` = ? FOR UPDATE", record_columns());
+        let row: Option<Row> =
+            tx.exec_first(read, (scope.caller.0.as_str(), scope.key.0.as_str())).await.map_err(map_err)?;
+        let found = match row {
+            Some(row) => record_row(&row, 0)?.into_record()?,
+            None => None,
+        };
+        if !crate::sql::takeable(found.as_ref(), expected, now) {
+            tx.commit().await.map_err(map_err)?;
+            return Ok(Takeover::Refused(found));
+        }
         let sql = "UPDATE idem_records SET attempt = attempt + 1, locked_until = ? \
                    WHERE caller = ? AND `key` = ? AND status = 'in_progress' AND attempt = ? AND locked_until <= ?";
         tx.exec_drop(sql, (until_ms, scope.caller.0.as_str(), scope.key.0.as_str(), expected.0, now_ms))
             .await
             .map_err(map_err)?;
-        let result = if tx.affected_rows() == 1 {
-            Takeover::Granted(attempt_of(i64::from(expected.0) + 1)?)
-        } else {
-            Takeover::Refused(select_record(&mut tx, scope, true).await?)
+        let result = match tx.affected_rows() {
+            1 => Takeover::Granted(attempt_of(i64::from(expected.0) + 1)?),
+            _ => Takeover::Refused(found),
         };
         tx.commit().await.map_err(map_err)?;
         Ok(result)

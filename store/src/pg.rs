@@ -275,6 +275,16 @@ impl IdempotencyStore for PgStore {
         let (now_ms, until_ms) = (ms(now)?, ms(now.plus_ms(lease_ms))?);
         let mut guard = self.conn().await?;
         let tx = guard.as_mut().expect("conn() connects").transaction().await.map_err(map_err)?;
+        let read = format!("SELECT {RECORD_COLUMNS} FROM idem_records WHERE caller = $1 AND key = $2 FOR UPDATE");
+        let row = tx.query_opt(&read, &[&scope.caller.0.as_str(), &scope.key.0.as_str()]).await.map_err(map_err)?;
+        let found = match row {
+            Some(row) => record_row(&row, 0).into_record()?,
+            None => None,
+        };
+        if !crate::sql::takeable(found.as_ref(), expected, now) {
+            tx.commit().await.map_err(map_err)?;
+            return Ok(Takeover::Refused(found));
+        }
         let sql = "UPDATE idem_records SET attempt = attempt + 1, locked_until = $1 \
                    WHERE caller = $2 AND key = $3 AND status = 'in_progress' AND attempt = $4 AND locked_until <= $5 \
                    RETURNING attempt";
@@ -283,7 +293,7 @@ impl IdempotencyStore for PgStore {
         let bumped = tx.query_opt(sql, &params).await.map_err(map_err)?;
         let result = match bumped {
             Some(row) => Takeover::Granted(attempt_of(i64::from(row.get::<_, i32>(0)))?),
-            None => Takeover::Refused(select_record(&tx, scope).await?),
+            None => Takeover::Refused(found),
         };
         tx.commit().await.map_err(map_err)?;
         Ok(result)

@@ -92,6 +92,17 @@ pub(crate) fn check_identifier(name: &str) -> Result<(), StoreError> {
     }
 }
 
+/// Whether `record` (read under a lock) may be taken over by a caller that
+/// expects `expected` at `now`: in progress, held by `expected`, its lease
+/// over. The SQL stores read the record first, locked, and decide by this,
+/// so a refusal answers with the record it was refused on (an UPDATE that
+/// matched nothing and a later read could see a record inserted between
+/// the two, which no order of operations explains).
+pub(crate) fn takeable(record: Option<&Record>, expected: Attempt, now: SimTime) -> bool {
+    matches!(record.map(|r| &r.state), Some(RecordState::InProgress { attempt, locked_until, .. })
+        if *attempt == expected && *locked_until <= now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
