@@ -41,6 +41,7 @@ mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
+mod terminator;
 mod text;
 
 pub use delegate::Delegate;
@@ -58,4 +59,5 @@ pub use redis_store::RedisStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SQLITE_SCHEMA};
 pub use store::IdempotencyStore;
+pub use terminator::Terminator;
 pub use text::{mask_url, plain as plain_error};

@@ -98,6 +98,7 @@ pub(crate) fn check_identifier(name: &str) -> Result<(), StoreError> {
 /// so a refusal answers with the record it was refused on (an UPDATE that
 /// matched nothing and a later read could see a record inserted between
 /// the two, which no order of operations explains).
+#[cfg(any(feature = "pg", feature = "mysql"))]
 pub(crate) fn takeable(record: Option<&Record>, expected: Attempt, now: SimTime) -> bool {
     matches!(record.map(|r| &r.state), Some(RecordState::InProgress { attempt, locked_until, .. })
         if *attempt == expected && *locked_until <= now)

@@ -16,8 +16,8 @@
 //! assert!(verdict.linearizable(), "{verdict}");
 //! ```
 
-use crate::{IdempotencyStore, StoreError};
-use idemsim_model::linearizability::{check, shrink, Answer, Call, Operation, Verdict};
+use crate::{IdempotencyStore, StoreError, Terminator};
+use idemsim_model::linearizability::{check, shrink, Answer, Call, Operation, Verdict, Witness};
 use idemsim_model::{
     Attempt, Bytes, Claim, Completion, DownstreamKey, Fingerprint, MessageId, OutboxMessage, RecoveryPoint, Scope,
     SimTime, StoredResponse, Takeover,
@@ -26,7 +26,7 @@ use proptest::prelude::Rng;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,7 @@ pub struct Concurrent {
     seed: u64,
     states_max: usize,
     op_timeout: Duration,
+    kills: u32,
 }
 
 impl Default for Concurrent {
@@ -47,11 +48,17 @@ impl Default for Concurrent {
     }
 }
 
+/// Operations (of all callers) per generation of keys: then every caller
+/// moves to fresh keys, so first claims race again and again (a record
+/// once made is rarely absent again), and each key's history stays short.
+const GENERATION_OPS: u64 = 100;
+
 /// The lease every claim and takeover asks for, in the model's clock.
 const LEASE_MS: u64 = 1_000;
 
 impl Concurrent {
-    /// Defaults: 8 callers, 2,000 operations in all over 4 keys, seed 0,
+    /// Defaults: 8 callers, 2,000 operations in all over 4 keys at a time
+    /// (fresh ones every 100 operations), seed 0,
     /// a search budget of a million states per key, 10 s per operation
     /// before its answer counts as lost.
     pub fn new() -> Concurrent {
@@ -62,6 +69,7 @@ impl Concurrent {
             seed: 0,
             states_max: 1_000_000,
             op_timeout: Duration::from_secs(10),
+            kills: 0,
         }
     }
 
@@ -77,7 +85,7 @@ impl Concurrent {
         self
     }
 
-    /// Keys the operations name (at least 1).
+    /// Keys the operations name at a time (at least 1).
     pub fn keys(&mut self, n: usize) -> &mut Self {
         self.keys = n.max(1);
         self
@@ -86,6 +94,15 @@ impl Concurrent {
     /// The seed of the callers' plans.
     pub fn seed(&mut self, seed: u64) -> &mut Self {
         self.seed = seed;
+        self
+    }
+
+    /// Connections to kill from the server side while the callers run
+    /// (with the store's [`Terminator`], given to
+    /// [`Concurrent::check_store`]): an operation cut off mid-flight has
+    /// its answer lost, and may or may not have happened.
+    pub fn kill_connections(&mut self, n: u32) -> &mut Self {
+        self.kills = n;
         self
     }
 
@@ -104,15 +121,21 @@ impl Concurrent {
             .map_err(|e| StoreError::Unavailable(format!("cannot start a runtime: {e}")))?;
         rt.block_on(async {
             let store: Arc<dyn IdempotencyStore> = Arc::new(open().await?);
-            Ok(self.check_store(store).await)
+            Ok(self.check_store(store, None).await)
         })
     }
 
     /// Runs the callers on `store` (inside a multi-threaded runtime for
-    /// real parallelism) and judges the history.
-    pub async fn check_store(&self, store: Arc<dyn IdempotencyStore>) -> ConcurrentVerdict {
+    /// real parallelism), killing connections with `terminator` if given
+    /// and [`Concurrent::kill_connections`] asks, and judges the history.
+    pub async fn check_store(
+        &self,
+        store: Arc<dyn IdempotencyStore>,
+        terminator: Option<Terminator>,
+    ) -> ConcurrentVerdict {
         let started = Instant::now();
         let clock = Arc::new(AtomicU64::new(0));
+        let issued = Arc::new(AtomicU64::new(0));
         let per_caller = self.operations.div_ceil(self.callers);
         let mut tasks = Vec::with_capacity(self.callers);
         for caller in 0..self.callers {
@@ -123,27 +146,40 @@ impl Concurrent {
                 attempts: vec![Attempt(1); self.keys],
                 store: store.clone(),
                 clock: clock.clone(),
+                issued: issued.clone(),
+                generation: 0,
                 started,
                 op_timeout: self.op_timeout,
             };
             tasks.push(tokio::spawn(plan.run(per_caller)));
         }
+        let done = Arc::new(AtomicBool::new(false));
+        let killed = Arc::new(AtomicU32::new(0));
+        let killer = terminator
+            .filter(|_| self.kills > 0)
+            .map(|t| tokio::spawn(kill(t, self.seed, self.kills, done.clone(), killed.clone())));
         let mut history = Vec::new();
         for task in tasks {
             history.extend(task.await.unwrap_or_default());
         }
-        self.judge(history)
+        done.store(true, Ordering::SeqCst);
+        if let Some(killer) = killer {
+            let _ = killer.await;
+        }
+        let mut verdict = self.judge(history);
+        verdict.killed = killed.load(Ordering::SeqCst);
+        verdict
     }
 
     /// Judges a recorded history (and shrinks a failure).
     pub fn judge(&self, history: Vec<Operation>) -> ConcurrentVerdict {
         let verdict = check(&history, self.states_max);
-        let shrunk = match &verdict {
-            Verdict::NotLinearizable { operations, .. } => shrink(&history, operations, self.states_max),
-            _ => Vec::new(),
+        let witness = match &verdict {
+            Verdict::NotLinearizable { operations, .. } => Some(shrink(&history, operations, self.states_max)),
+            _ => None,
         };
         let lost = history.iter().filter(|o| o.answer.is_none()).count();
-        ConcurrentVerdict { operations: history.len(), callers: self.callers, lost, verdict, shrunk }
+        ConcurrentVerdict { operations: history.len(), callers: self.callers, lost, killed: 0, verdict, witness }
     }
 }
 
@@ -157,12 +193,13 @@ pub struct ConcurrentVerdict {
     pub callers: usize,
     /// Operations whose answer was lost (they may or may not have happened).
     pub lost: usize,
+    /// Connections killed from the server side while the callers ran.
+    pub killed: u32,
     /// The checker's verdict.
     pub verdict: Verdict,
     /// For a history no order explains: a short part of it that still no
-    /// order explains (see [`idemsim_model::linearizability::shrink`]), in
-    /// invocation order.
-    pub shrunk: Vec<Operation>,
+    /// order explains (see [`idemsim_model::linearizability::shrink`]).
+    pub witness: Option<Witness>,
 }
 
 impl ConcurrentVerdict {
@@ -174,24 +211,108 @@ impl ConcurrentVerdict {
 
 impl fmt::Display for ConcurrentVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let head = format!("{} operations of {} callers ({} answers lost)", self.operations, self.callers, self.lost);
+        let mut head =
+            format!("{} operations of {} callers ({} answers lost", self.operations, self.callers, self.lost);
+        if self.killed > 0 {
+            head += &format!(", {} connections killed", self.killed);
+        }
+        head += ")";
         match &self.verdict {
             Verdict::Linearizable => write!(f, "LINEARIZABLE: {head}"),
             Verdict::Unknown { scope } => write!(f, "UNKNOWN: {head}; the search on {scope} ran out of budget"),
             Verdict::NotLinearizable { scope, operations } => {
                 writeln!(
                     f,
-                    "NOT LINEARIZABLE: {head}; no order of the {} operations on {scope} explains every answer; these {} already do not (times in ns since the start):",
-                    operations.len(),
-                    self.shrunk.len()
+                    "NOT LINEARIZABLE: {head}; no order of the {} operations on {scope} explains every answer.",
+                    operations.len()
                 )?;
-                let mut shrunk = self.shrunk.clone();
-                shrunk.sort_by_key(|o| o.invoked_ns);
-                for (n, op) in shrunk.iter().enumerate() {
-                    writeln!(f, "  {:>2}. {op}", n + 1)?;
+                match &self.witness {
+                    Some(witness) => write!(f, "{}", WitnessStory { scope, witness }),
+                    None => Ok(()),
                 }
-                Ok(())
             }
+        }
+    }
+}
+
+/// A witness told as a short story: where the record stood, then each
+/// operation with its caller, interval and answer.
+struct WitnessStory<'a> {
+    scope: &'a Scope,
+    witness: &'a Witness,
+}
+
+impl fmt::Display for WitnessStory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Witness { before, starts, operations, as_answered, left_out } = self.witness;
+        let callers = self.witness.callers();
+        writeln!(
+            f,
+            "A witness: {} of {} that no order explains (times in µs from the first):",
+            count(operations.len(), "operation", "operations"),
+            count(callers.len(), "caller", "callers"),
+        )?;
+        let state = |s: &idemsim_model::RefStore| match (s.read(self.scope), s.tombstone(self.scope)) {
+            (Some(r), _) => Answer::Record(Some(r)).to_string(),
+            (None, Some((a, _))) => format!("absent, released by attempt {a}"),
+            (None, None) => "absent".to_string(),
+        };
+        let states: Vec<String> = starts.iter().map(state).collect();
+        match *before {
+            0 => writeln!(f, "  the record: absent (nothing came before)")?,
+            n => writeln!(
+                f,
+                "  the record: {} (after the {n} operations before these, in any order)",
+                states.join(" or ")
+            )?,
+        }
+        let base = operations.first().map_or(0, |o| o.invoked_ns);
+        let us = |ns: u64| (ns - base) / 1_000;
+        for (n, (judged, real)) in operations.iter().zip(as_answered).enumerate() {
+            let answer = match (&judged.answer, &real.answer, real.returned_ns) {
+                (Some(a), _, Some(r)) => format!("[+{} .. +{}] -> {a}", us(judged.invoked_ns), us(r)),
+                (None, Some(a), Some(r)) => format!(
+                    "[+{} .. +{}, after the cut] -> {a} (judged as not yet answered)",
+                    us(judged.invoked_ns),
+                    us(r)
+                ),
+                _ => format!("[+{} .. never] -> answer lost", us(judged.invoked_ns)),
+            };
+            writeln!(f, "  {:>2}. caller {}: {} {answer}", n + 1, judged.caller, judged.call)?;
+        }
+        if !left_out.is_empty() {
+            writeln!(
+                f,
+                "  left out: {} still running then or lost; with or without them, no order explains the above:",
+                count(left_out.len(), "operation", "operations")
+            )?;
+            for op in left_out {
+                let answer = op.answer.as_ref().map_or("answer lost".to_string(), |a| format!("later {a}"));
+                let at = (op.invoked_ns as i64 - base as i64) / 1_000;
+                writeln!(f, "      caller {}: {} [{at:+} ..] -> {answer}", op.caller, op.call)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `n` and the noun, singular or plural.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Kills `count` connections, one every 2 to 20 ms, while the callers run
+/// (a kill that finds no connection is tried again, up to five times the
+/// count).
+async fn kill(terminator: Terminator, seed: u64, count: u32, done: Arc<AtomicBool>, killed: Arc<AtomicU32>) {
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed, u64::MAX));
+    for _ in 0..count.saturating_mul(5) {
+        if done.load(Ordering::SeqCst) || killed.load(Ordering::SeqCst) >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2 + rng.next_u64() % 19)).await;
+        if let Ok(true) = terminator(rng.next_u64()).await {
+            killed.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
@@ -212,6 +333,9 @@ struct Caller {
     attempts: Vec<Attempt>,
     store: Arc<dyn IdempotencyStore>,
     clock: Arc<AtomicU64>,
+    /// Operations issued by all callers: the generation of keys.
+    issued: Arc<AtomicU64>,
+    generation: u64,
     started: Instant,
     op_timeout: Duration,
 }
@@ -224,6 +348,11 @@ impl Caller {
             if self.pick(4) == 0 {
                 let step_ms = 200 + self.pick(800) as u64;
                 self.clock.fetch_add(step_ms, Ordering::SeqCst);
+            }
+            let generation = self.issued.fetch_add(1, Ordering::SeqCst) / GENERATION_OPS;
+            if generation != self.generation {
+                self.generation = generation;
+                self.attempts.fill(Attempt(1));
             }
             let key = self.pick(self.keys);
             let call = self.call(key, n);
@@ -283,7 +412,7 @@ impl Caller {
     }
 
     fn call(&mut self, key: usize, n: usize) -> Call {
-        let scope = Scope::new(["alice", "bob"][key % 2], &format!("k{key}"));
+        let scope = Scope::new(["alice", "bob"][key % 2], &format!("k{key}-g{}", self.generation));
         let now = SimTime(self.clock.load(Ordering::SeqCst));
         match self.pick(10) {
             0..=2 => {
