@@ -29,6 +29,30 @@ fn a_violation_exits_1_with_the_replay_command_that_reproduces_it() {
     assert!(replayed.contains("VIOLATION [fencing]"), "{replayed}");
 }
 
+/// `check-store` on a bundled in-process store: every part, each with the
+/// line that reruns it, and that line reruns only its part.
+#[test]
+fn check_store_gives_one_verdict_per_part_with_its_reproduce_line() {
+    let base = ["check-store", "--store", "sqlite", "--cases", "16", "--operations", "400", "--seeds", "0..20"];
+    let (code, out, err) = idemsim(&[&base[..], &["--requests", "100"]].concat());
+    assert_eq!(code, EXIT_CLEAN, "{out}{err}");
+    for line in [
+        "conformance      PASS  16 cases",
+        "linearizability  PASS  LINEARIZABLE: 400 operations of 8 callers",
+        "simulation       PASS  20 seeds of `default` (correct): 0 failed",
+        "stress           PASS  100 requests",
+        "verdict: PASS",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let rerun = out.lines().find_map(|l| l.trim().strip_prefix("reproduce: idemsim ")).expect("a reproduce line");
+    assert_eq!(rerun, "check-store --store sqlite --part conformance --seed 0");
+    let args: Vec<&str> = rerun.split_whitespace().chain(["--cases", "16"]).collect();
+    let (code, again, _) = idemsim(&args);
+    assert_eq!(code, EXIT_CLEAN, "{again}");
+    assert!(again.contains("conformance") && !again.contains("linearizability"), "{again}");
+}
+
 #[test]
 fn json_output_parses() {
     let (code, out, _) = idemsim(&["run", "--seeds", "0..4", "--json"]);
@@ -60,7 +84,10 @@ fn replay_writes_a_trace_that_reads_back() {
 
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 14] = [
+        (&["check-store", "--store", "mem", "--part", "bogus"], "unknown part 'bogus'"),
+        (&["check-store", "--store", "mem", "--callers", "0"], "--callers must be"),
+        (&["check-store", "--store", "mem", "--scenario", "nope", "--part", "simulation"], "unknown scenario 'nope'"),
         (&["run", "--seeds", "9..1"], "not a seed range"),
         (&["run", "--seeds", "0..5", "--seed", "3"], "cannot be used with"),
         (&["run", "--variant", "nope"], "unknown variant 'nope'"),

@@ -242,8 +242,12 @@ mod cli {
         let Some(url) = server_or_skip("PostgreSQL", pg_url()) else { return };
         let (code, out, err) = idemsim(&["check-store", "--store", "pg", "--url", &url, "--seed", "1"]);
         assert_eq!(code, EXIT_CLEAN, "{out}{err}");
-        assert!(out.contains("conformance  PASS  256 cases"), "{out}");
-        assert!(out.contains("stress       PASS  2000 requests, 16 clients, 0 violations"), "{out}");
+        assert!(out.contains("conformance      PASS  256 cases"), "{out}");
+        assert!(out.contains("linearizability  PASS  LINEARIZABLE: 2000 operations of 8 callers"), "{out}");
+        assert!(out.contains("connections killed"), "the connections are killed mid-run: {out}");
+        assert!(out.contains("simulation       N/A  the simulator runs in-process stores"), "{out}");
+        assert!(out.contains("stress           PASS  2000 requests, 16 clients, 0 violations"), "{out}");
+        assert!(out.contains("reproduce: idemsim check-store --store pg --part linearizability --seed 1"), "{out}");
         assert!(out.contains("verdict: PASS"), "{out}");
     }
 

@@ -116,7 +116,8 @@ fn check_store_on_redis_prints_a_verdict() {
     let Some(url) = server_or_skip("Redis", redis_url()) else { return };
     let (code, out, err) = idemsim(&["check-store", "--store", "redis", "--url", &url, "--requests", "300"]);
     assert_eq!(code, EXIT_CLEAN, "{out}{err}");
-    assert!(out.contains("conformance  PASS  256 cases") && out.contains("verdict: PASS"), "{out}");
+    assert!(out.contains("conformance      PASS  256 cases") && out.contains("verdict: PASS"), "{out}");
+    assert!(out.contains("linearizability  PASS"), "{out}");
 }
 
 #[test]

@@ -52,6 +52,7 @@ pub mod serve;
 pub mod shard;
 pub mod shrink;
 pub mod simulation;
+pub mod store_check;
 pub mod stress;
 pub mod sweep;
 pub mod target;

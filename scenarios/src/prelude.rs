@@ -13,6 +13,7 @@
 
 pub use crate::scenario::{Expect, Scenario};
 pub use crate::simulation::Simulation;
+pub use crate::store_check::{StoreCheck, StoreCheckReport};
 pub use crate::stress::{stress_with, StressSpec};
 pub use async_trait::async_trait;
 pub use idemsim_model::{

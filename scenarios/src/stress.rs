@@ -96,8 +96,7 @@ impl Default for StressSpec {
     }
 }
 
-/// Terminates a store connection from the server side, if the store can.
-pub type Terminator = Arc<dyn Fn(u64) -> BoxFuture<'static, Result<bool, StoreError>> + Send + Sync>;
+pub use idemsim_store::Terminator;
 
 /// What a stress run found.
 #[derive(Clone, Debug, serde::Serialize)]

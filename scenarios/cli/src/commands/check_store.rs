@@ -1,23 +1,43 @@
-//! `idemsim check-store`: the conformance kit and a stress run against a
-//! store, as a verdict table.
+//! `idemsim check-store`: every check idemsim has for a store, one verdict
+//! per part (conformance kit, linearizability, simulation sweep, stress),
+//! each with the line that reruns it.
 
-use crate::args::{StoreArgs, MAX_REQUESTS};
+use crate::args::{parse_store, StoreArgs, MAX_REQUESTS};
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
-use idemsim::report::plural;
-use idemsim::stress::{stress, StressSpec, MAX_CLIENTS};
+use idemsim::store_check::{Outcome, Part, PartVerdict, StoreCheck, StoreCheckReport};
+use idemsim::stress::{stress, MAX_CLIENTS};
+use idemsim::sweep::parse_seeds;
 use idemsim::target::StoreTarget;
+use idemsim::Simulation;
 use std::io::Write;
+use std::ops::Range;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     target: StoreArgs,
+    /// Run only this part (repeatable): conformance, linearizability,
+    /// simulation or stress. Default: all, in that order.
+    #[arg(long = "part", value_parser = parse_part)]
+    parts: Vec<Part>,
+    /// Seed of the conformance kit, the concurrent callers and the stress run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Conformance cases.
     #[arg(long, default_value_t = 256)]
     cases: u32,
-    /// Seed of the conformance kit and the stress run.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Concurrent operations for the linearizability check.
+    #[arg(long, default_value_t = 2000)]
+    operations: usize,
+    /// Concurrent callers for the linearizability check.
+    #[arg(long, default_value_t = 8)]
+    callers: usize,
+    /// Scenario of the simulation sweep (mem and sqlite).
+    #[arg(long, default_value = "default")]
+    scenario: String,
+    /// Seeds of the simulation sweep, as A..B.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_seeds, default_value = "0..200")]
+    seeds: Range<u64>,
     /// Stress requests.
     #[arg(long, default_value_t = 2000)]
     requests: usize,
@@ -26,84 +46,104 @@ pub struct Args {
     clients: usize,
 }
 
+fn parse_part(name: &str) -> Result<Part, String> {
+    let names: Vec<&str> = Part::ALL.iter().map(|p| p.name()).collect();
+    Part::from_name(name).ok_or_else(|| format!("unknown part '{name}'; expected {}", names.join(", ")))
+}
+
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    use idemsim_store::conformance::Conformance;
     let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    check_bounds(&args)?;
+    let parts = if args.parts.is_empty() { Part::ALL.to_vec() } else { args.parts.clone() };
+    let mut check = StoreCheck::new(target.name());
+    check.seed(args.seed).cases(args.cases).operations(args.operations).callers(args.callers).seeds(args.seeds.clone());
+    check.requests(args.requests).command(&format!("idemsim check-store --store {}", args.target.store));
+    let _ = writeln!(out, "idemsim check-store: store {}", target.name());
+    let mut report = StoreCheckReport { store: target.name().to_string(), parts: Vec::new() };
+    for part in Part::ALL.into_iter().filter(|p| parts.contains(p)) {
+        if idemsim::sweep::stopped() {
+            report.parts.push(check.not_run(part, "interrupted (Ctrl-C)"));
+            continue;
+        }
+        let verdict = run_part(part, &check, &target, &args)?;
+        let setup_error = verdict.outcome == Outcome::NotRun && !idemsim::sweep::stopped();
+        print_part(out, &verdict);
+        if setup_error {
+            // What ran before is printed; the error is the one line.
+            return Err(verdict.summary);
+        }
+        report.parts.push(verdict);
+    }
+    if idemsim::sweep::stopped() {
+        let found = if report.pass() { "nothing found so far" } else { "what was found is above" };
+        let _ = writeln!(out, "verdict: INTERRUPTED (Ctrl-C): {found}; this is no pass");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let _ = writeln!(out, "verdict: {}", if report.pass() { "PASS" } else { "FAIL" });
+    Ok(if report.pass() { EXIT_CLEAN } else { EXIT_VIOLATION })
+}
+
+/// Bounds checked before anything runs.
+fn check_bounds(args: &Args) -> Result<(), String> {
     if args.cases == 0 || args.cases > 100_000 {
         return Err("--cases must be between 1 and 100000".into());
+    }
+    if args.operations == 0 || args.operations > 1_000_000 {
+        return Err("--operations must be between 1 and 1000000".into());
+    }
+    if args.callers == 0 || args.callers > 256 {
+        return Err("--callers must be between 1 and 256".into());
     }
     if args.requests == 0 || args.requests > MAX_REQUESTS {
         return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
     }
-    // Checked before the kit runs, not after it.
     if args.clients == 0 || args.clients > MAX_CLIENTS {
         return Err(format!("--clients must be between 1 and {MAX_CLIENTS}, not {}", args.clients));
     }
-    let _ = writeln!(out, "idemsim check-store: store {}", target.name());
-    let conformance = Conformance::new()
-        .cases(args.cases)
-        .seed(args.seed)
-        .check(|| async { target.open("idemsim_check", 1, None).await.map(|(store, _)| store) });
-    let conforms = match &conformance {
-        Ok(verdict) => {
-            let s = &verdict.stats;
-            let _ = writeln!(
-                out,
-                "  conformance  PASS  {}, {} (seed {})",
-                plural(verdict.cases, "case"),
-                plural(s.ops, "operation"),
-                verdict.seed
-            );
-            true
-        }
-        Err(f) if f.minimal.is_empty() => return Err(f.reason.clone()),
-        Err(f) => {
-            let _ = writeln!(out, "  conformance  FAIL  {}", f.reason);
-            let _ = write!(out, "{}", f.transcript);
-            false
-        }
-    };
-    if idemsim::sweep::stopped() {
-        let _ = writeln!(out, "  stress       not run (interrupted)");
-        let _ = writeln!(out, "verdict: INTERRUPTED (Ctrl-C): the store was not stressed, so this is no pass");
-        return Ok(EXIT_INTERRUPTED);
+    if args.seeds.is_empty() {
+        return Err("--seeds must not be empty".into());
     }
-    let spec = StressSpec {
-        seed: args.seed,
-        clients: args.clients,
-        requests: args.requests,
-        schema: "idemsim_check".into(),
-        ..StressSpec::default()
-    };
-    let report = stress(&spec, &target, None, idemsim_sim::Variant::Correct.protocol()).map_err(|e| e.to_string())?;
-    let mark = match (report.interrupted, report.violations.is_empty()) {
-        (true, _) => "INTERRUPTED",
-        (false, true) => "PASS",
-        (false, false) => "FAIL",
-    };
-    let planned = match report.interrupted {
-        true => {
-            format!("{} of {} planned", plural(report.sends as u64, "send"), plural(report.requests as u64, "request"))
+    Ok(())
+}
+
+/// Runs one part on a bundled store.
+fn run_part(part: Part, check: &StoreCheck, target: &StoreTarget, args: &Args) -> Result<PartVerdict, String> {
+    Ok(match part {
+        Part::Conformance => {
+            check.conformance(|| async { target.open("idemsim_check", 1, None).await.map(|(store, _)| store) })
         }
-        false => plural(report.requests as u64, "request"),
-    };
-    let _ = writeln!(
-        out,
-        "  stress       {mark}  {planned}, {}, {}, {:.0} sends/s (seed {})",
-        plural(report.clients as u64, "client"),
-        plural(report.violations.len() as u64, "violation"),
-        report.requests_per_sec,
-        report.seed
-    );
-    for v in report.violations.iter().take(5) {
-        let _ = writeln!(out, "    {v}");
-    }
-    let pass = conforms && report.violations.is_empty();
-    if report.interrupted {
-        let found = if pass { "nothing found so far" } else { "what was found is above" };
-        let _ = writeln!(out, "verdict: INTERRUPTED (Ctrl-C): {found}; this is no pass");
-        return Ok(EXIT_INTERRUPTED);
-    }
-    let _ = writeln!(out, "verdict: {}", if pass { "PASS" } else { "FAIL" });
-    Ok(if pass { EXIT_CLEAN } else { EXIT_VIOLATION })
+        Part::Linearizability => {
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+            let rt = rt.map_err(|e| format!("cannot start a runtime: {e}"))?;
+            rt.block_on(async {
+                match target.open("idemsim_check_concurrent", args.callers, None).await {
+                    Ok((store, terminator)) => check.linearizability(store, terminator).await,
+                    Err(e) => check.not_run(Part::Linearizability, &e.to_string()),
+                }
+            })
+        }
+        Part::Simulation => match parse_store(target.name()) {
+            Ok(kind) => {
+                let mut sim = Simulation::scenario(&args.scenario)?;
+                sim.store_kind(kind);
+                check.simulate(&sim)
+            }
+            Err(_) => PartVerdict {
+                part,
+                outcome: Outcome::NotApplicable,
+                summary: "the simulator runs in-process stores (mem, sqlite, or one of your own); stress runs the protocol on this one".into(),
+                detail: String::new(),
+                reproduce: String::new(),
+            },
+        },
+        Part::Stress => {
+            let mut spec = check.stress_spec();
+            spec.clients = args.clients;
+            check.stress(stress(&spec, target, None, idemsim_sim::Variant::Correct.protocol()))
+        }
+    })
+}
+
+fn print_part(out: &mut dyn Write, verdict: &PartVerdict) {
+    let _ = write!(out, "{verdict}");
 }
