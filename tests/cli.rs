@@ -29,6 +29,37 @@ fn a_violation_exits_1_with_the_replay_command_that_reproduces_it() {
     assert!(replayed.contains("VIOLATION [fencing]"), "{replayed}");
 }
 
+/// The simulator's concurrent mode: the same seeds give the same
+/// histories under one worker or two, a seed replays its history, and
+/// another seed gives another.
+#[test]
+fn the_concurrent_mode_is_the_same_under_any_number_of_workers() {
+    let hashes = |args: &[&str]| -> String {
+        let (code, out, err) = idemsim(args);
+        assert_eq!(code, EXIT_CLEAN, "{out}{err}");
+        assert!(out.contains("LINEARIZABLE"), "{out}");
+        let line = out.lines().find(|l| l.contains("histor")).unwrap_or_else(|| panic!("{out}"));
+        line.rsplit(' ').next().unwrap().to_string()
+    };
+    for store in ["mem", "sqlite"] {
+        let one = hashes(&["concurrent", "--store", store, "--seeds", "0..24", "--jobs", "1"]);
+        let two = hashes(&["concurrent", "--store", store, "--seeds", "0..24", "--jobs", "2"]);
+        assert_eq!(one, two, "{store}");
+    }
+    let seed = |n: &str| {
+        let (_, out, _) = idemsim(&["concurrent", "--seed", n]);
+        out.split("history ").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_hexdigit()).next()).unwrap().to_string()
+    };
+    assert_eq!(seed("3"), seed("3"));
+    assert_ne!(seed("3"), seed("4"));
+    let page = std::env::temp_dir().join(format!("idemsim-concurrent-{}.html", std::process::id()));
+    let (code, out, err) = idemsim(&["concurrent", "--seed", "3", "--html", page.to_str().unwrap()]);
+    assert_eq!(code, EXIT_CLEAN, "{out}{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(">caller 7<") && html.contains("class='op'"), "every caller a lane");
+    std::fs::remove_file(&page).ok();
+}
+
 /// `check-store` on a bundled in-process store: every part, each with the
 /// line that reruns it, and that line reruns only its part.
 #[test]
@@ -84,7 +115,10 @@ fn replay_writes_a_trace_that_reads_back() {
 
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 17] = [
+        (&["concurrent", "--seed", "1", "--html", "/nonexistent-dir/h.html"], "cannot write the history page"),
+        (&["concurrent", "--store", "pg"], "unknown store 'pg'"),
+        (&["concurrent", "--operations", "0"], "--operations must be"),
         (&["check-store", "--store", "mem", "--part", "bogus"], "unknown part 'bogus'"),
         (&["check-store", "--store", "mem", "--callers", "0"], "--callers must be"),
         (&["check-store", "--store", "mem", "--scenario", "nope", "--part", "simulation"], "unknown scenario 'nope'"),

@@ -18,6 +18,8 @@ use crate::report::plural;
 use crate::simulation::Simulation;
 use crate::stress::{stress_with, BoxFuture, Opened, StressError, StressReport, StressSpec};
 use idemsim_protocol::Correct;
+use idemsim_sim::concurrent::ConcurrentSim;
+use idemsim_sim::Subject;
 use idemsim_store::conformance::{Concurrent, Conformance};
 use idemsim_store::{IdempotencyStore, StoreError, Terminator};
 use std::fmt;
@@ -232,8 +234,9 @@ impl StoreCheck {
             let made = kit_open();
             async move { made }
         });
+        let subject = Subject::store(&self.name, open.clone());
         let linearizability = match open() {
-            Ok(store) => self.linearizability_on_runtime(Arc::new(store), None),
+            Ok(store) => self.linearizability_in_process(&subject, Arc::new(store)),
             Err(e) => self.not_run(Part::Linearizability, &format!("the store could not be opened: {e}")),
         };
         let mut sim = self.simulation.clone();
@@ -355,6 +358,39 @@ impl StoreCheck {
             part: Part::Linearizability,
             outcome,
             summary: summary.to_string(),
+            detail: detail.to_string(),
+            reproduce,
+        }
+    }
+
+    /// The linearizability part for an in-process store: first the
+    /// simulator's concurrent mode over the check's simulation seeds (the
+    /// first 20; deterministic, so a failure is a seed), then the real
+    /// callers on `store`.
+    pub fn linearizability_in_process(&self, subject: &Subject, store: Arc<dyn IdempotencyStore>) -> PartVerdict {
+        let seeds = self.seeds.start..self.seeds.end.min(self.seeds.start + 20);
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let sweep = ConcurrentSim::new().sweep(seeds.clone(), jobs, subject);
+        if let Some((seed, error)) = sweep.errors.first() {
+            return self.not_run(Part::Linearizability, &format!("seed {seed}: {error}"));
+        }
+        let simulated =
+            format!("simulated: {} linearizable (histories {})", plural(seeds.end - seeds.start, "seed"), sweep.hash());
+        let Some(first) = sweep.failures.first() else {
+            let mut verdict = self.linearizability_on_runtime(store, None);
+            verdict.summary = format!("{}; {simulated}", verdict.summary);
+            return verdict;
+        };
+        let text = first.to_string();
+        let (summary, detail) = text.split_once('\n').unwrap_or((&text, ""));
+        let reproduce = match &self.command {
+            Some(_) => format!("idemsim concurrent --store {} --seed {}", self.name, first.seed),
+            None => format!("ConcurrentSim::new().run_seed({}, &Subject::store(\"{}\", open))", first.seed, self.name),
+        };
+        PartVerdict {
+            part: Part::Linearizability,
+            outcome: Outcome::Fail,
+            summary: format!("simulated {summary}"),
             detail: detail.to_string(),
             reproduce,
         }

@@ -37,6 +37,8 @@ pub enum Stream {
     Meddler,
     /// The dependency's answers (refusals, declines, late answers).
     Dependency,
+    /// The concurrent mode's callers (their plans, latencies and faults).
+    Callers,
 }
 
 impl Stream {
@@ -51,6 +53,7 @@ impl Stream {
             Stream::Scheduler => "scheduler",
             Stream::Meddler => "meddler",
             Stream::Dependency => "dependency",
+            Stream::Callers => "callers",
         }
     }
 }

@@ -141,7 +141,7 @@ impl Subject {
         }
     }
 
-    fn open(&self) -> Result<Arc<dyn IdempotencyStore>, String> {
+    pub(crate) fn open(&self) -> Result<Arc<dyn IdempotencyStore>, String> {
         match std::panic::catch_unwind(AssertUnwindSafe(|| (self.open)())) {
             Ok(Ok(store)) => Ok(store),
             Ok(Err(e)) => Err(format!("store '{}' could not be opened: {e}", self.store_name)),

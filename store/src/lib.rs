@@ -34,6 +34,7 @@ mod mysql;
 mod panic;
 #[cfg(feature = "pg")]
 mod pg;
+pub mod plan;
 #[cfg(feature = "redis")]
 mod redis_store;
 #[cfg(any(feature = "sqlite", feature = "pg", feature = "mysql"))]

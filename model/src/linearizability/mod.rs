@@ -40,10 +40,12 @@ use std::fmt;
 
 mod search;
 mod shrink;
+mod story;
 #[cfg(test)]
 mod tests;
 
 pub use shrink::{shrink, Witness};
+pub use story::WitnessStory;
 
 /// A store operation and its arguments: what the sequential model replays.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -60,8 +60,10 @@ enum Command {
     Shrink(commands::shrink::Args),
     /// Stress a real store: real tasks, real connections, real concurrency.
     Stress(commands::stress::Args),
-    /// The conformance kit plus a stress run against a store, as a verdict table.
+    /// Test a store every way: conformance kit, linearizability, simulation, stress; one verdict per part.
     CheckStore(commands::check_store::Args),
+    /// The simulator's concurrent mode: store operations of many callers, each seed's history checked for linearizability.
+    Concurrent(commands::concurrent::Args),
     /// Attack a running HTTP service's Idempotency-Key behaviour from outside.
     Http(commands::http::Args),
     /// Serve the protocol (or a broken variant) as a real HTTP service.
@@ -110,6 +112,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::Shrink(args) => commands::shrink::exec(args, out),
         Command::Stress(args) => commands::stress::exec(args, out),
         Command::CheckStore(args) => commands::check_store::exec(args, out),
+        Command::Concurrent(args) => commands::concurrent::exec(args, out),
         Command::Http(args) => commands::http::exec(args, out),
         Command::Serve(args) => commands::serve::exec(args, out),
         Command::Bench(args) => commands::bench::exec(args, out, err),

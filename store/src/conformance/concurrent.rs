@@ -16,12 +16,10 @@
 //! assert!(verdict.linearizable(), "{verdict}");
 //! ```
 
+use crate::plan::{apply, Plan};
 use crate::{IdempotencyStore, StoreError, Terminator};
-use idemsim_model::linearizability::{check, shrink, Answer, Call, Operation, Verdict, Witness};
-use idemsim_model::{
-    Attempt, Bytes, Claim, Completion, DownstreamKey, Fingerprint, MessageId, OutboxMessage, RecoveryPoint, Scope,
-    SimTime, StoredResponse, Takeover,
-};
+use idemsim_model::linearizability::{check, shrink, Operation, Verdict, Witness};
+use idemsim_model::SimTime;
 use proptest::prelude::Rng;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use std::fmt;
@@ -47,14 +45,6 @@ impl Default for Concurrent {
         Concurrent::new()
     }
 }
-
-/// Operations (of all callers) per generation of keys: then every caller
-/// moves to fresh keys, so first claims race again and again (a record
-/// once made is rarely absent again), and each key's history stays short.
-const GENERATION_OPS: u64 = 100;
-
-/// The lease every claim and takeover asks for, in the model's clock.
-const LEASE_MS: u64 = 1_000;
 
 impl Concurrent {
     /// Defaults: 8 callers, 2,000 operations in all over 4 keys at a time
@@ -139,15 +129,13 @@ impl Concurrent {
         let per_caller = self.operations.div_ceil(self.callers);
         let mut tasks = Vec::with_capacity(self.callers);
         for caller in 0..self.callers {
+            let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(self.seed, caller as u64));
+            let draw: Box<dyn FnMut() -> u64 + Send> = Box::new(move || rng.next_u64());
             let plan = Caller {
-                id: caller as u32,
-                rng: TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(self.seed, caller as u64)),
-                keys: self.keys,
-                attempts: vec![Attempt(1); self.keys],
+                plan: Plan::new(caller as u32, draw, self.keys),
                 store: store.clone(),
                 clock: clock.clone(),
                 issued: issued.clone(),
-                generation: 0,
                 started,
                 op_timeout: self.op_timeout,
             };
@@ -227,78 +215,12 @@ impl fmt::Display for ConcurrentVerdict {
                     operations.len()
                 )?;
                 match &self.witness {
-                    Some(witness) => write!(f, "{}", WitnessStory { scope, witness }),
+                    Some(witness) => write!(f, "{}", witness.story(scope)),
                     None => Ok(()),
                 }
             }
         }
     }
-}
-
-/// A witness told as a short story: where the record stood, then each
-/// operation with its caller, interval and answer.
-struct WitnessStory<'a> {
-    scope: &'a Scope,
-    witness: &'a Witness,
-}
-
-impl fmt::Display for WitnessStory<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Witness { before, starts, operations, as_answered, left_out } = self.witness;
-        let callers = self.witness.callers();
-        writeln!(
-            f,
-            "A witness: {} of {} that no order explains (times in µs from the first):",
-            count(operations.len(), "operation", "operations"),
-            count(callers.len(), "caller", "callers"),
-        )?;
-        let state = |s: &idemsim_model::RefStore| match (s.read(self.scope), s.tombstone(self.scope)) {
-            (Some(r), _) => Answer::Record(Some(r)).to_string(),
-            (None, Some((a, _))) => format!("absent, released by attempt {a}"),
-            (None, None) => "absent".to_string(),
-        };
-        let states: Vec<String> = starts.iter().map(state).collect();
-        match *before {
-            0 => writeln!(f, "  the record: absent (nothing came before)")?,
-            n => writeln!(
-                f,
-                "  the record: {} (after the {n} operations before these, in any order)",
-                states.join(" or ")
-            )?,
-        }
-        let base = operations.first().map_or(0, |o| o.invoked_ns);
-        let us = |ns: u64| (ns - base) / 1_000;
-        for (n, (judged, real)) in operations.iter().zip(as_answered).enumerate() {
-            let answer = match (&judged.answer, &real.answer, real.returned_ns) {
-                (Some(a), _, Some(r)) => format!("[+{} .. +{}] -> {a}", us(judged.invoked_ns), us(r)),
-                (None, Some(a), Some(r)) => format!(
-                    "[+{} .. +{}, after the cut] -> {a} (judged as not yet answered)",
-                    us(judged.invoked_ns),
-                    us(r)
-                ),
-                _ => format!("[+{} .. never] -> answer lost", us(judged.invoked_ns)),
-            };
-            writeln!(f, "  {:>2}. caller {}: {} {answer}", n + 1, judged.caller, judged.call)?;
-        }
-        if !left_out.is_empty() {
-            writeln!(
-                f,
-                "  left out: {} still running then or lost; with or without them, no order explains the above:",
-                count(left_out.len(), "operation", "operations")
-            )?;
-            for op in left_out {
-                let answer = op.answer.as_ref().map_or("answer lost".to_string(), |a| format!("later {a}"));
-                let at = (op.invoked_ns as i64 - base as i64) / 1_000;
-                writeln!(f, "      caller {}: {} [{at:+} ..] -> {answer}", op.caller, op.call)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `n` and the noun, singular or plural.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Kills `count` connections, one every 2 to 20 ms, while the callers run
@@ -325,17 +247,13 @@ fn seed_bytes(seed: u64, caller: u64) -> [u8; 32] {
     bytes
 }
 
-/// One caller: its plan's random stream, and the attempt it last saw per key.
+/// One caller on a real runtime: its plan, the store, the shared clock.
 struct Caller {
-    id: u32,
-    rng: TestRng,
-    keys: usize,
-    attempts: Vec<Attempt>,
+    plan: Plan<Box<dyn FnMut() -> u64 + Send>>,
     store: Arc<dyn IdempotencyStore>,
     clock: Arc<AtomicU64>,
     /// Operations issued by all callers: the generation of keys.
     issued: Arc<AtomicU64>,
-    generation: u64,
     started: Instant,
     op_timeout: Duration,
 }
@@ -343,23 +261,14 @@ struct Caller {
 impl Caller {
     async fn run(mut self, count: usize) -> Vec<Operation> {
         let mut out = Vec::with_capacity(count);
-        for n in 0..count {
-            // A quarter of the steps move the shared clock on, so leases end.
-            if self.pick(4) == 0 {
-                let step_ms = 200 + self.pick(800) as u64;
-                self.clock.fetch_add(step_ms, Ordering::SeqCst);
-            }
-            let generation = self.issued.fetch_add(1, Ordering::SeqCst) / GENERATION_OPS;
-            if generation != self.generation {
-                self.generation = generation;
-                self.attempts.fill(Attempt(1));
-            }
-            let key = self.pick(self.keys);
-            let call = self.call(key, n);
+        for _ in 0..count {
+            let step_ms = self.plan.clock_step_ms();
+            let now = SimTime(self.clock.fetch_add(step_ms, Ordering::SeqCst) + step_ms);
+            let call = self.plan.next_call(now, self.issued.fetch_add(1, Ordering::SeqCst));
             let invoked = self.nanos();
             let answer = tokio::time::timeout(self.op_timeout, apply(&*self.store, &call)).await;
             let returned = self.nanos();
-            let caller = self.id;
+            let caller = self.plan.caller();
             let op = |returned_ns, answer| Operation {
                 caller,
                 call: call.clone(),
@@ -369,7 +278,7 @@ impl Caller {
             };
             match answer {
                 Ok(Ok(answer)) => {
-                    self.learn(key, &answer);
+                    self.plan.learn(&answer);
                     out.push(op(Some(returned), Some(answer)));
                 }
                 // Refused before it began: it did not happen.
@@ -385,78 +294,4 @@ impl Caller {
     fn nanos(&self) -> u64 {
         self.started.elapsed().as_nanos() as u64
     }
-
-    fn pick(&mut self, n: usize) -> usize {
-        (self.rng.next_u64() % n as u64) as usize
-    }
-
-    /// The attempt to act as: most often the one last seen for the key, at
-    /// times one that does not hold it (a stale or confused caller).
-    fn attempt(&mut self, key: usize) -> Attempt {
-        match self.pick(4) {
-            0 => Attempt(1 + self.pick(3) as u32),
-            _ => self.attempts[key],
-        }
-    }
-
-    fn learn(&mut self, key: usize, answer: &Answer) {
-        let seen = match answer {
-            Answer::Claim(Claim::Owned(a)) | Answer::Takeover(Takeover::Granted(a)) => Some(*a),
-            Answer::Claim(Claim::Existing(r)) | Answer::Record(Some(r)) => Some(r.attempt()),
-            Answer::Takeover(Takeover::Refused(Some(r))) => Some(r.attempt()),
-            _ => None,
-        };
-        if let Some(a) = seen {
-            self.attempts[key] = a;
-        }
-    }
-
-    fn call(&mut self, key: usize, n: usize) -> Call {
-        let scope = Scope::new(["alice", "bob"][key % 2], &format!("k{key}-g{}", self.generation));
-        let now = SimTime(self.clock.load(Ordering::SeqCst));
-        match self.pick(10) {
-            0..=2 => {
-                let body = format!("{{\"amount\":{}}}", 100 + self.pick(2));
-                let fingerprint = Fingerprint::of("POST", "/orders", body.as_bytes());
-                Call::Claim { scope, fingerprint, now, lease_ms: LEASE_MS }
-            }
-            3..=4 => Call::TakeOver { scope, expected: self.attempt(key), now, lease_ms: LEASE_MS },
-            5 => {
-                let point = RecoveryPoint {
-                    downstream_key: DownstreamKey(format!("dk-{}-{n}", self.id).into()),
-                    data: Bytes::text("{}"),
-                };
-                Call::WriteRecoveryPoint { scope, attempt: self.attempt(key), point }
-            }
-            6..=7 => {
-                let id = MessageId(format!("m-{}-{n}", self.id).into());
-                let message = OutboxMessage { id, topic: "t".into(), payload: Bytes::text("{}") };
-                let outbox = if self.pick(2) == 0 { vec![message] } else { Vec::new() };
-                let completion = Completion { response: StoredResponse::new(201, "{}"), local_effect: None, outbox };
-                Call::Complete { scope, attempt: self.attempt(key), completion }
-            }
-            8 => Call::Release { scope, attempt: self.attempt(key) },
-            _ => Call::Read { scope },
-        }
-    }
-}
-
-/// Runs `call` on `store`.
-async fn apply(store: &dyn IdempotencyStore, call: &Call) -> Result<Answer, StoreError> {
-    Ok(match call {
-        Call::Claim { scope, fingerprint, now, lease_ms } => {
-            Answer::Claim(store.claim(scope, fingerprint, *now, *lease_ms).await?)
-        }
-        Call::TakeOver { scope, expected, now, lease_ms } => {
-            Answer::Takeover(store.take_over(scope, *expected, *now, *lease_ms).await?)
-        }
-        Call::WriteRecoveryPoint { scope, attempt, point } => {
-            Answer::Write(store.write_recovery_point(scope, *attempt, point).await?)
-        }
-        Call::Complete { scope, attempt, completion } => {
-            Answer::Write(store.complete(scope, *attempt, completion).await?)
-        }
-        Call::Release { scope, attempt } => Answer::Write(store.release(scope, *attempt).await?),
-        Call::Read { scope } => Answer::Record(store.read(scope).await?),
-    })
 }

@@ -115,12 +115,16 @@ fn run_part(part: Part, check: &StoreCheck, target: &StoreTarget, args: &Args) -
         Part::Linearizability => {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
             let rt = rt.map_err(|e| format!("cannot start a runtime: {e}"))?;
-            rt.block_on(async {
-                match target.open("idemsim_check_concurrent", args.callers, None).await {
-                    Ok((store, terminator)) => check.linearizability(store, terminator).await,
-                    Err(e) => check.not_run(Part::Linearizability, &e.to_string()),
+            let opened = rt.block_on(target.open("idemsim_check_concurrent", args.callers, None));
+            match (opened, parse_store(target.name())) {
+                (Err(e), _) => check.not_run(Part::Linearizability, &e.to_string()),
+                // In process: the simulator's concurrent mode first.
+                (Ok((store, _)), Ok(kind)) => {
+                    drop(rt);
+                    check.linearizability_in_process(&idemsim::sim::Subject::from(kind), store)
                 }
-            })
+                (Ok((store, terminator)), Err(_)) => rt.block_on(check.linearizability(store, terminator)),
+            }
         }
         Part::Simulation => match parse_store(target.name()) {
             Ok(kind) => {

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check_store;
+pub mod concurrent;
 pub mod explain;
 pub mod floor;
 pub mod http;
