@@ -389,8 +389,17 @@ impl IdempotencyStore for MySqlStore {
             record_columns()
         );
         let rows: Vec<Row> = tx.exec(select, (threshold,)).await.map_err(map_err)?;
-        let delete = "DELETE FROM idem_records WHERE status IN ('completed', 'released') AND created_at <= ?";
-        tx.exec_drop(delete, (threshold,)).await.map_err(map_err)?;
+        // Exactly the rows selected (and locked), by key: a DELETE with the
+        // same condition would also take a record completed by another
+        // transaction since the SELECT (InnoDB's DELETE reads the latest
+        // rows), deleting a record the sweep does not report. The
+        // concurrent kit found that.
+        let keys: Vec<(String, String)> = rows
+            .iter()
+            .map(|row| Ok((col::<String>(row, 0)?, col::<String>(row, 1)?)))
+            .collect::<Result<_, StoreError>>()?;
+        let delete = "DELETE FROM idem_records WHERE caller = ? AND `key` = ?";
+        tx.exec_batch(delete, keys).await.map_err(map_err)?;
         tx.commit().await.map_err(map_err)?;
         let mut swept = Vec::new();
         for row in &rows {
