@@ -173,7 +173,9 @@ impl ConcurrentSim {
     fn judge(&self, seed: u64, history: Vec<Operation>) -> SimulatedHistory {
         let verdict = check(&history, self.states_max);
         let witness = match &verdict {
-            Verdict::NotLinearizable { operations, .. } => Some(shrink(&history, operations, self.states_max)),
+            Verdict::NotLinearizable { scope, operations } => {
+                Some(shrink(&history, scope, operations, self.states_max))
+            }
             _ => None,
         };
         let hash = history_hash(&history);

@@ -14,7 +14,8 @@ const LEFT_PX: u64 = 90;
 /// The page for the operations of `scope` in `history`, with `witness`'s
 /// operations (and those it left out) marked.
 pub fn render(title: &str, history: &[Operation], scope: Option<&Scope>, witness: Option<&Witness>) -> String {
-    let ops: Vec<&Operation> = history.iter().filter(|o| scope.is_none_or(|s| o.call.scope() == s)).collect();
+    let ops: Vec<&Operation> =
+        history.iter().filter(|o| scope.is_none_or(|s| o.call.scope().is_none_or(|k| k == s))).collect();
     let mut callers: Vec<u32> = ops.iter().map(|o| o.caller).collect();
     callers.sort_unstable();
     callers.dedup();

@@ -98,29 +98,31 @@ impl<D: FnMut() -> u64> Plan<D> {
     fn call(&mut self, now: SimTime) -> Call {
         let (key, n) = (self.key, self.n);
         let scope = Scope::new(["alice", "bob"][key % 2], &format!("k{key}-g{}", self.generation));
-        match self.pick(10) {
-            0..=2 => {
+        match self.pick(20) {
+            0..=5 => {
                 let body = format!("{{\"amount\":{}}}", 100 + self.pick(2));
                 let fingerprint = Fingerprint::of("POST", "/orders", body.as_bytes());
                 Call::Claim { scope, fingerprint, now, lease_ms: LEASE_MS }
             }
-            3..=4 => Call::TakeOver { scope, expected: self.attempt(), now, lease_ms: LEASE_MS },
-            5 => {
+            6..=9 => Call::TakeOver { scope, expected: self.attempt(), now, lease_ms: LEASE_MS },
+            10..=11 => {
                 let point = RecoveryPoint {
                     downstream_key: DownstreamKey(format!("dk-{}-{n}", self.id).into()),
                     data: Bytes::text("{}"),
                 };
                 Call::WriteRecoveryPoint { scope, attempt: self.attempt(), point }
             }
-            6..=7 => {
+            12..=15 => {
                 let id = MessageId(format!("m-{}-{n}", self.id).into());
                 let message = OutboxMessage { id, topic: "t".into(), payload: Bytes::text("{}") };
                 let outbox = if self.pick(2) == 0 { vec![message] } else { Vec::new() };
                 let completion = Completion { response: StoredResponse::new(201, "{}"), local_effect: None, outbox };
                 Call::Complete { scope, attempt: self.attempt(), completion }
             }
-            8 => Call::Release { scope, attempt: self.attempt() },
-            _ => Call::Read { scope },
+            16..=17 => Call::Release { scope, attempt: self.attempt() },
+            18 => Call::Read { scope },
+            // A sweep racing the others, over every record.
+            _ => Call::Sweep { now, window_ms: 1_000 * self.pick(4) as u64 },
         }
     }
 }
@@ -142,5 +144,6 @@ pub async fn apply(store: &dyn IdempotencyStore, call: &Call) -> Result<Answer, 
         }
         Call::Release { scope, attempt } => Answer::Write(store.release(scope, *attempt).await?),
         Call::Read { scope } => Answer::Record(store.read(scope).await?),
+        Call::Sweep { now, window_ms } => Answer::Swept(store.sweep(*now, *window_ms).await?),
     })
 }

@@ -102,18 +102,30 @@ pub enum Call {
         /// The record.
         scope: Scope,
     },
+    /// `sweep`: the one operation on every record at once. Judged key by
+    /// key, each key's part seeing its answer cut to that key (a sweep
+    /// that is wrong on one key is wrong; one that is atomic across keys
+    /// only by luck is not caught this way).
+    Sweep {
+        /// The caller's clock.
+        now: SimTime,
+        /// The retention window.
+        window_ms: u64,
+    },
 }
 
 impl Call {
-    /// The record the operation names.
-    pub fn scope(&self) -> &Scope {
+    /// The record the operation names; `None` for a sweep, which names
+    /// them all.
+    pub fn scope(&self) -> Option<&Scope> {
         match self {
             Call::Claim { scope, .. }
             | Call::TakeOver { scope, .. }
             | Call::WriteRecoveryPoint { scope, .. }
             | Call::Complete { scope, .. }
             | Call::Release { scope, .. }
-            | Call::Read { scope } => scope,
+            | Call::Read { scope } => Some(scope),
+            Call::Sweep { .. } => None,
         }
     }
 
@@ -132,6 +144,7 @@ impl Call {
             Call::Complete { scope, attempt, completion } => Answer::Write(model.complete(scope, *attempt, completion)),
             Call::Release { scope, attempt } => Answer::Write(model.release(scope, *attempt)),
             Call::Read { scope } => Answer::Record(model.read(scope)),
+            Call::Sweep { now, window_ms } => Answer::Swept(model.sweep(*now, *window_ms)),
         }
     }
 }
@@ -147,6 +160,7 @@ impl fmt::Display for Call {
             }
             Call::Release { scope, attempt } => write!(f, "release {scope} as {attempt}"),
             Call::Read { scope } => write!(f, "read {scope}"),
+            Call::Sweep { now, window_ms } => write!(f, "sweep at {now} of records older than {window_ms} ms"),
         }
     }
 }
@@ -162,6 +176,8 @@ pub enum Answer {
     Write(WriteOutcome),
     /// Of a read.
     Record(Option<Record>),
+    /// Of a sweep: the records it deleted, as they were.
+    Swept(Vec<(Scope, Record)>),
 }
 
 impl fmt::Display for Answer {
@@ -180,6 +196,11 @@ impl fmt::Display for Answer {
             Answer::Write(WriteOutcome::Fenced) => f.write_str("fenced"),
             Answer::Record(None) => f.write_str("no record"),
             Answer::Record(Some(r)) => f.write_str(&record(r)),
+            Answer::Swept(swept) if swept.is_empty() => f.write_str("deleted nothing"),
+            Answer::Swept(swept) => {
+                let names: Vec<String> = swept.iter().map(|(s, r)| format!("{s} ({})", record(r))).collect();
+                write!(f, "deleted {}", names.join(", "))
+            }
         }
     }
 }
@@ -236,15 +257,35 @@ pub enum Verdict {
 pub fn check(history: &[Operation], states_max: usize) -> Verdict {
     let mut by_key: BTreeMap<&Scope, Vec<usize>> = BTreeMap::new();
     for (i, op) in history.iter().enumerate() {
-        by_key.entry(op.call.scope()).or_default().push(i);
+        if let Some(scope) = op.call.scope() {
+            by_key.entry(scope).or_default().push(i);
+        }
     }
-    for (scope, ops) in by_key {
-        let part: Vec<&Operation> = ops.iter().map(|&i| &history[i]).collect();
-        match search::search(&part, &RefStore::new(), states_max) {
+    let sweeps: Vec<usize> = (0..history.len()).filter(|&i| history[i].call.scope().is_none()).collect();
+    for (scope, mut ops) in by_key {
+        ops.extend(&sweeps);
+        ops.sort_unstable();
+        let part = part_of(history, &ops, scope);
+        match search::search(&part.iter().collect::<Vec<_>>(), scope, &RefStore::new(), states_max) {
             Some(true) => {}
             Some(false) => return Verdict::NotLinearizable { scope: scope.clone(), operations: ops },
             None => return Verdict::Unknown { scope: scope.clone() },
         }
     }
     Verdict::Linearizable
+}
+
+/// The operations `indices` of `history` as the part of `scope` sees them:
+/// a sweep's answer cut to the records of `scope`.
+pub(crate) fn part_of(history: &[Operation], indices: &[usize], scope: &Scope) -> Vec<Operation> {
+    indices
+        .iter()
+        .map(|&i| {
+            let mut op = history[i].clone();
+            if let Some(Answer::Swept(swept)) = &mut op.answer {
+                swept.retain(|(s, _)| s == scope);
+            }
+            op
+        })
+        .collect()
 }

@@ -13,23 +13,27 @@ struct Entry {
     is_call: bool,
 }
 
-/// `Some(true)` when an order explains every answer of `ops` (all on one
-/// key) starting from `start`, `Some(false)` when none does, `None` past
+/// `Some(true)` when an order explains every answer of `ops` (the part of
+/// `scope`) starting from `start`, `Some(false)` when none does, `None` past
 /// `states_max`.
-pub(super) fn search(ops: &[&Operation], start: &RefStore, states_max: usize) -> Option<bool> {
-    explore(ops, start, states_max, |_| true)
+pub(super) fn search(ops: &[&Operation], scope: &Scope, start: &RefStore, states_max: usize) -> Option<bool> {
+    explore(ops, scope, start, states_max, |_| true)
 }
 
 /// Every state (of the key) an order explaining every answer of `ops` can
 /// leave the model in, starting from `start`: `Some(vec![])` when no order
 /// explains them, `None` past `states_max`. Meant for operations that all
 /// returned: an operation whose answer was lost is left out of every order.
-pub(super) fn end_states(ops: &[&Operation], start: &RefStore, states_max: usize) -> Option<Vec<RefStore>> {
-    let Some(scope) = ops.first().map(|o| o.call.scope().clone()) else { return Some(vec![start.clone()]) };
+pub(super) fn end_states(
+    ops: &[&Operation],
+    scope: &Scope,
+    start: &RefStore,
+    states_max: usize,
+) -> Option<Vec<RefStore>> {
     let mut ends: Vec<RefStore> = Vec::new();
     let mut hashes: HashSet<u64> = HashSet::new();
-    let found = explore(ops, start, states_max, |model| {
-        if hashes.insert(state_hash(model, &scope)) {
+    let found = explore(ops, scope, start, states_max, |model| {
+        if hashes.insert(state_hash(model, scope)) {
             ends.push(model.clone());
         }
         false
@@ -45,6 +49,7 @@ pub(super) fn end_states(ops: &[&Operation], start: &RefStore, states_max: usize
 /// `states_max` memoised states.
 fn explore(
     ops: &[&Operation],
+    scope: &Scope,
     start: &RefStore,
     states_max: usize,
     mut at_end: impl FnMut(&RefStore) -> bool,
@@ -99,7 +104,7 @@ fn explore(
         let answer = op.call.apply(&mut after);
         if op.answer.as_ref().is_none_or(|a| *a == answer) {
             linearized[e.op / 64] |= 1 << (e.op % 64);
-            if seen.insert((linearized.clone(), state_hash(&after, op.call.scope()))) {
+            if seen.insert((linearized.clone(), state_hash(&after, scope))) {
                 stack.push((entry, std::mem::replace(&mut model, after)));
                 list.lift(entry, ret_of[e.op]);
                 entry = list.head;

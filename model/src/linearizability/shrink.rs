@@ -4,6 +4,7 @@
 
 use super::search::{end_states, search};
 use super::{Answer, Call, Operation};
+use crate::ids::Scope;
 use crate::record::{Claim, Takeover, WriteOutcome};
 use crate::RefStore;
 
@@ -60,29 +61,36 @@ impl Witness {
 /// Operations that returned having changed the record stay: without them
 /// the rest could fail for a reason the store never gave. Past `states_max` states in a step, the step keeps
 /// what it had.
-pub fn shrink(history: &[Operation], operations: &[usize], states_max: usize) -> Witness {
-    let mut ops: Vec<Operation> = operations.iter().map(|&i| history[i].clone()).collect();
+pub fn shrink(history: &[Operation], scope: &Scope, operations: &[usize], states_max: usize) -> Witness {
+    let mut ops = super::part_of(history, operations, scope);
     ops.sort_by_key(|o| o.invoked_ns);
-    let judged = shortest_prefix(&ops, states_max);
+    let b = &Budget { scope, states_max };
+    let judged = shortest_prefix(&ops, b);
     let as_answered = ops[..judged.len()].to_vec();
     let mut witness =
         Witness { before: 0, starts: vec![RefStore::new()], operations: judged, as_answered, left_out: Vec::new() };
-    cut_at_quiet_moment(&mut witness, states_max);
-    drop_no_ops(&mut witness, states_max);
-    drop_unanswered(&mut witness, states_max);
+    cut_at_quiet_moment(&mut witness, b);
+    drop_no_ops(&mut witness, b);
+    drop_unanswered(&mut witness, b);
     witness
 }
 
+/// The key a witness is cut for, and the search budget of each step.
+struct Budget<'a> {
+    scope: &'a Scope,
+    states_max: usize,
+}
+
 /// Whether no order explains `ops` from any of `starts`.
-fn fails(ops: &[Operation], starts: &[RefStore], states_max: usize) -> bool {
+fn fails(ops: &[Operation], starts: &[RefStore], b: &Budget) -> bool {
     let ops: Vec<&Operation> = ops.iter().collect();
-    starts.iter().all(|start| search(&ops, start, states_max) == Some(false))
+    starts.iter().all(|start| search(&ops, b.scope, start, b.states_max) == Some(false))
 }
 
 /// Step 1: the operations invoked by some moment (an invocation or a
 /// return), those still running then taken as lost, for the earliest
 /// moment that fails (binary search: failure is monotone in time).
-fn shortest_prefix(ops: &[Operation], states_max: usize) -> Vec<Operation> {
+fn shortest_prefix(ops: &[Operation], b: &Budget) -> Vec<Operation> {
     let empty = [RefStore::new()];
     let mut moments: Vec<u64> = ops.iter().flat_map(|o| [Some(o.invoked_ns), o.returned_ns]).flatten().collect();
     moments.sort_unstable();
@@ -96,13 +104,13 @@ fn shortest_prefix(ops: &[Operation], states_max: usize) -> Vec<Operation> {
             })
             .collect()
     };
-    if !fails(ops, &empty, states_max) {
+    if !fails(ops, &empty, b) {
         return ops.to_vec();
     }
     let (mut lo, mut hi) = (0, moments.len());
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match fails(&prefix(moments[mid]), &empty, states_max) {
+        match fails(&prefix(moments[mid]), &empty, b) {
             true => hi = mid,
             false => lo = mid + 1,
         }
@@ -117,7 +125,7 @@ fn shortest_prefix(ops: &[Operation], states_max: usize) -> Vec<Operation> {
 /// returned before operation `i` was invoked: in every order those come
 /// first. The end states are carried forward from one quiet moment to the
 /// next, and the latest moment whose rest still fails is kept.
-fn cut_at_quiet_moment(witness: &mut Witness, states_max: usize) {
+fn cut_at_quiet_moment(witness: &mut Witness, b: &Budget) {
     let ops = &witness.operations;
     let mut cuts: Vec<(usize, Vec<RefStore>)> = Vec::new();
     let mut states = witness.starts.clone();
@@ -128,7 +136,7 @@ fn cut_at_quiet_moment(witness: &mut Witness, states_max: usize) {
         if returned_max > ops[i].invoked_ns {
             continue;
         }
-        let Some(next) = states_after(&ops[last_cut..i], &states, states_max) else { break };
+        let Some(next) = states_after(&ops[last_cut..i], &states, b) else { break };
         if next.is_empty() {
             break;
         }
@@ -137,7 +145,7 @@ fn cut_at_quiet_moment(witness: &mut Witness, states_max: usize) {
         cuts.push((i, states.clone()));
     }
     for (i, starts) in cuts.into_iter().rev() {
-        if fails(&ops[i..], &starts, states_max) {
+        if fails(&ops[i..], &starts, b) {
             witness.before += i;
             witness.starts = starts;
             witness.operations.drain(..i);
@@ -149,14 +157,13 @@ fn cut_at_quiet_moment(witness: &mut Witness, states_max: usize) {
 
 /// The states `ops` (all returned) can leave the record in from any of
 /// `starts`; `None` past the budget.
-fn states_after(ops: &[Operation], starts: &[RefStore], states_max: usize) -> Option<Vec<RefStore>> {
+fn states_after(ops: &[Operation], starts: &[RefStore], b: &Budget) -> Option<Vec<RefStore>> {
     let ops: Vec<&Operation> = ops.iter().collect();
     let mut all: Vec<RefStore> = Vec::new();
     for start in starts {
-        for end in end_states(&ops, start, states_max)? {
-            let scope = ops.first().map(|o| o.call.scope());
-            let same =
-                |s: &RefStore| scope.is_none_or(|k| s.read(k) == end.read(k) && s.tombstone(k) == end.tombstone(k));
+        for end in end_states(&ops, b.scope, start, b.states_max)? {
+            let k = b.scope;
+            let same = |s: &RefStore| s.read(k) == end.read(k) && s.tombstone(k) == end.tombstone(k);
             if !all.iter().any(same) {
                 all.push(end);
             }
@@ -166,13 +173,13 @@ fn states_after(ops: &[Operation], starts: &[RefStore], states_max: usize) -> Op
 }
 
 /// Step 3.
-fn drop_no_ops(witness: &mut Witness, states_max: usize) {
+fn drop_no_ops(witness: &mut Witness, b: &Budget) {
     let mut k = 0;
     while k < witness.operations.len() {
         if changes_nothing(&witness.operations[k]) {
             let mut without = witness.operations.clone();
             without.remove(k);
-            if fails(&without, &witness.starts, states_max) {
+            if fails(&without, &witness.starts, b) {
                 witness.operations = without;
                 witness.as_answered.remove(k);
                 continue;
@@ -187,7 +194,7 @@ fn drop_no_ops(witness: &mut Witness, states_max: usize) {
 /// anywhere or left out, so where the rest fails without it too, it is
 /// left out (kept in `left_out`, to be shown apart). Those the store later
 /// said changed nothing go first.
-fn drop_unanswered(witness: &mut Witness, states_max: usize) {
+fn drop_unanswered(witness: &mut Witness, b: &Budget) {
     for no_ops_only in [true, false] {
         let mut k = 0;
         while k < witness.operations.len() {
@@ -195,7 +202,7 @@ fn drop_unanswered(witness: &mut Witness, states_max: usize) {
             if op.answer.is_none() && (!no_ops_only || changes_nothing(&witness.as_answered[k])) {
                 let mut without = witness.operations.clone();
                 without.remove(k);
-                if fails(&without, &witness.starts, states_max) {
+                if fails(&without, &witness.starts, b) {
                     witness.operations = without;
                     witness.left_out.push(witness.as_answered.remove(k));
                     continue;
@@ -212,12 +219,14 @@ fn drop_unanswered(witness: &mut Witness, states_max: usize) {
 pub(super) fn changes_nothing(op: &Operation) -> bool {
     match &op.answer {
         None => matches!(op.call, Call::Read { .. }),
-        Some(answer) => matches!(
-            answer,
-            Answer::Record(_)
-                | Answer::Claim(Claim::Existing(_))
-                | Answer::Takeover(Takeover::Refused(_))
-                | Answer::Write(WriteOutcome::Fenced)
-        ),
+        Some(answer) => {
+            matches!(
+                answer,
+                Answer::Record(_)
+                    | Answer::Claim(Claim::Existing(_))
+                    | Answer::Takeover(Takeover::Refused(_))
+                    | Answer::Write(WriteOutcome::Fenced)
+            ) || matches!(answer, Answer::Swept(swept) if swept.is_empty())
+        }
     }
 }

@@ -163,7 +163,9 @@ impl Concurrent {
     pub fn judge(&self, history: Vec<Operation>) -> ConcurrentVerdict {
         let verdict = check(&history, self.states_max);
         let witness = match &verdict {
-            Verdict::NotLinearizable { operations, .. } => Some(shrink(&history, operations, self.states_max)),
+            Verdict::NotLinearizable { scope, operations } => {
+                Some(shrink(&history, scope, operations, self.states_max))
+            }
             _ => None,
         };
         let lost = history.iter().filter(|o| o.answer.is_none()).count();
