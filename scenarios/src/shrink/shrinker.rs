@@ -1,234 +1,10 @@
-//! Shrinking a failing seed to a small scenario file.
-//!
-//! The seed's drawn fault plan and workload are written out as an explicit
-//! schedule (`faults.scheduled`, `workload.operations`, with the server of
-//! every send pinned), which replays the same run. Then delta debugging
-//! removes what the failure does not need (timed faults, operations,
-//! message-level fault knobs), folds what is left onto as few clients and
-//! servers as still fail, shortens what it keeps (pauses, outages,
-//! partitions, latency, the gaps between operations, the phases after the
-//! violation), and repeats until nothing more goes: the result is
-//! 1-minimal, no single fault, operation or knob can be removed. Each change
-//! is kept only if the same seed still breaks the same property in a way
-//! the original run showed (one of its kinds of violation of it).
-//!
-//! This works because a run's draws are keyed by what they decide (see
-//! `idemsim_sim::rng::Keyed`): removing one operation does not change what
-//! the others draw.
+//! The shrinker's passes: delta debugging over the explicit schedule, the
+//! operations, the servers and the fault knobs, one candidate run at a
+//! time.
 
-use crate::scenario::{Expect, Reproduces, Scenario};
-use idemsim_model::Property;
-use idemsim_sim::plan::{FaultAction, TimedFault};
-use idemsim_sim::workload::Operation;
-use idemsim_sim::{draws, followed, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
-use serde::Serialize;
-use std::collections::BTreeSet;
+use super::*;
 
-/// What to shrink.
-pub struct ShrinkSpec<'a> {
-    /// The scenario the seed failed in.
-    pub scenario: &'a Scenario,
-    /// The variant's name.
-    pub variant: &'a str,
-    /// The store and protocol under test.
-    pub subject: Subject,
-    /// The failing seed.
-    pub seed: u64,
-    /// At most this many candidate runs.
-    pub runs_max: u32,
-    /// The property to keep broken, if the seed breaks it (else the seed's
-    /// first violation's).
-    pub property: Option<Property>,
-}
-
-/// How big a failing run is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Size {
-    /// Timed faults.
-    pub faults: usize,
-    /// Operations.
-    pub operations: usize,
-    /// Clients.
-    pub clients: u32,
-    /// Servers.
-    pub servers: u32,
-    /// Message-level fault knobs switched on (drops, duplicates, fault sites).
-    pub fault_knobs: usize,
-    /// History events.
-    pub events: usize,
-    /// Lines of the violation's story (its summary and numbered steps).
-    pub story_lines: usize,
-}
-
-impl std::fmt::Display for Size {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} timed faults, {} fault knobs, {} operations, {} clients, {} servers, {} events, a story of {} lines",
-            self.faults, self.fault_knobs, self.operations, self.clients, self.servers, self.events, self.story_lines
-        )
-    }
-}
-
-/// The result of a shrink.
-pub struct Shrunk {
-    /// The minimal scenario: replay it with `idemsim replay --file`.
-    pub scenario: Scenario,
-    /// The property that breaks, before and after.
-    pub property: Property,
-    /// The run as drawn.
-    pub before: Size,
-    /// The run as shrunk.
-    pub after: Size,
-    /// Candidate runs tried.
-    pub runs: u32,
-    /// The shrunk run.
-    pub outcome: RunOutcome,
-}
-
-/// Shrinks `spec.seed`, which must fail.
-pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
-    // What the run really ran: the timing follows the subject's lease, and
-    // the file must say so, since the explicit schedule was drawn under it.
-    let config = followed(&spec.scenario.config_for(spec.variant)?, &spec.subject);
-    let first = run_seed(&config, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
-    let wanted = first.violations.iter().find(|v| Some(v.property) == spec.property);
-    let Some(target) = wanted.or(first.violations.first()) else {
-        return Err(match &first.error {
-            Some(e) => format!("seed {} ends in a run error, not a violation, and cannot be shrunk: {e}", spec.seed),
-            None => format!(
-                "seed {} does not fail in {}/{}: nothing to shrink",
-                spec.seed, spec.scenario.name, spec.variant
-            ),
-        });
-    };
-    let (profile, faults, mut operations) = draws(&config, &spec.subject, spec.seed);
-    pin_servers(&mut operations, &first);
-    let mut explicit = config.clone();
-    explicit.faults = FaultSettings::Scheduled { profile, faults };
-    explicit.workload.operations = Some(operations);
-    // Any kind of violation of the property that the seed shows may stay:
-    // they are all the seed's bugs, and the smallest run keeps one of them.
-    let property = target.property;
-    let signatures =
-        first.violations.iter().filter(|v| v.property == property).map(|v| signature(&v.explanation)).collect();
-    let mut s = Shrinker {
-        subject: spec.subject.clone(),
-        seed: spec.seed,
-        property,
-        signatures,
-        runs: 0,
-        runs_max: spec.runs_max.max(1),
-    };
-    let before = size(&explicit, &first, property);
-    if !s.fails(&explicit) {
-        return Err(format!(
-            "seed {}: the explicit schedule does not reproduce the failure (a bug in idemsim)",
-            spec.seed
-        ));
-    }
-    let shrunk = s.minimise(explicit);
-    let outcome = run_seed(&shrunk, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
-    let after = size(&shrunk, &outcome, property);
-    let scenario = minimal_scenario(spec, shrunk, property);
-    Ok(Shrunk { scenario, property, before, after, runs: s.runs, outcome })
-}
-
-fn minimal_scenario(spec: &ShrinkSpec<'_>, mut config: SimConfig, property: Property) -> Scenario {
-    // A protocol of the user's own cannot be written to a file: the file
-    // names it, and a replay must bring it again.
-    let protocol = spec.subject.has_own_protocol().then(|| spec.subject.protocol_name(&config));
-    let label = protocol.clone().unwrap_or_else(|| spec.variant.to_string());
-    config.steps = Default::default();
-    let mut variants = std::collections::BTreeMap::new();
-    if let Some(steps) = spec.scenario.variants.get(spec.variant) {
-        variants.insert(spec.variant.to_string(), *steps);
-    }
-    Scenario {
-        name: format!("{}-{label}-seed-{}-shrunk", spec.scenario.name, spec.seed),
-        lesson: format!(
-            "Seed {} of scenario {} with {label} on store {}, shrunk by `idemsim shrink`: the smallest schedule \
-             found that still breaks {}.",
-            spec.seed,
-            spec.scenario.name,
-            spec.subject.store_name(),
-            property.name()
-        ),
-        config,
-        expect: [(spec.variant.to_string(), Expect::Violates(property))].into_iter().collect(),
-        variants,
-        sometimes: Vec::new(),
-        reproduces: Some(Reproduces {
-            variant: spec.variant.to_string(),
-            seed: spec.seed,
-            protocol,
-            store: Some(spec.subject.store_name().to_string()),
-        }),
-    }
-}
-
-/// Pins the server of every send of `ops` to where it went in `run`.
-fn pin_servers(ops: &mut [Operation], run: &RunOutcome) {
-    let mut sent: std::collections::BTreeMap<idemsim_model::OpId, Vec<u32>> = Default::default();
-    for e in &run.history.entries {
-        if let idemsim_model::Event::RequestSent { req, to: idemsim_model::NodeId::Server(s), .. } = &e.event {
-            let servers = sent.entry(req.op).or_default();
-            assert_eq!(servers.len() + 1, req.try_no.0 as usize, "sends of {} out of order", req.op.0);
-            servers.push(*s);
-        }
-    }
-    for o in ops {
-        o.servers = sent.remove(&o.op).unwrap_or_default();
-    }
-}
-
-impl Shrunk {
-    /// The story of the shrunk run's violation of the property, as
-    /// `idemsim shrink` prints it (`all`: every event up to it).
-    pub fn story(&self, all: bool) -> String {
-        let v = violation_of(&self.outcome, self.property).expect("a shrunk run still fails");
-        idemsim_sim::story::story_with(&self.outcome.history, v, all)
-    }
-}
-
-/// `run`'s first violation of `property`, or its first violation.
-fn violation_of(run: &RunOutcome, property: Property) -> Option<&idemsim_model::Violation> {
-    run.violations.iter().find(|v| v.property == property).or(run.violations.first())
-}
-
-/// The number of lines of `run`'s story of its first violation of `property`.
-pub fn story_lines(run: &RunOutcome, property: Property) -> usize {
-    violation_of(run, property).map_or(0, |v| story_size(&idemsim_sim::story::story(&run.history, v)))
-}
-
-/// Counts a story's summary and numbered steps.
-pub fn story_size(story: &str) -> usize {
-    story.lines().filter(|l| l.starts_with("  in short:") || l.contains(". at ")).count()
-}
-
-fn size(config: &SimConfig, run: &RunOutcome, property: Property) -> Size {
-    let events = run.history.entries.len();
-    let story_lines = story_lines(run, property);
-    let (faults, knobs) = match &config.faults {
-        FaultSettings::Scheduled { profile, faults } => (faults.len(), knobs(profile).len()),
-        _ => (0, 0),
-    };
-    Size {
-        faults,
-        operations: config.workload.operations.as_ref().map_or(0, Vec::len),
-        clients: config.topology.clients,
-        servers: config.topology.servers,
-        fault_knobs: knobs,
-        events,
-        story_lines,
-    }
-}
-
-/// The message-level knobs of a profile that are on, each with a setter
-/// that turns it off.
-type Knob = (&'static str, fn(&mut FaultProfile));
-
-fn knobs(p: &FaultProfile) -> Vec<Knob> {
+pub(super) fn knobs(p: &FaultProfile) -> Vec<Knob> {
     let all: [(bool, Knob); 8] = [
         (p.drop_permille > 0, ("drops", |p| p.drop_permille = 0)),
         (p.dup_permille > 0, ("duplicates", |p| p.dup_permille = 0)),
@@ -245,22 +21,22 @@ fn knobs(p: &FaultProfile) -> Vec<Knob> {
 /// A violation's kind: the words of its explanation without names and
 /// numbers, so a shrink keeps "two executions ... share a fencing token"
 /// and does not drift to a kind of violation the seed did not show.
-fn signature(explanation: &str) -> String {
+pub(super) fn signature(explanation: &str) -> String {
     let words = explanation.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
     words.filter(|w| !w.is_empty() && w.chars().all(|c| c.is_alphabetic() || c == '-')).collect::<Vec<_>>().join(" ")
 }
 
-struct Shrinker {
-    subject: Subject,
-    seed: u64,
-    property: Property,
-    signatures: BTreeSet<String>,
-    runs: u32,
-    runs_max: u32,
+pub(super) struct Shrinker {
+    pub(super) subject: Subject,
+    pub(super) seed: u64,
+    pub(super) property: Property,
+    pub(super) signatures: BTreeSet<String>,
+    pub(super) runs: u32,
+    pub(super) runs_max: u32,
 }
 
 impl Shrinker {
-    fn fails(&mut self, config: &SimConfig) -> bool {
+    pub(super) fn fails(&mut self, config: &SimConfig) -> bool {
         if self.runs >= self.runs_max || config.validate().is_err() {
             return false;
         }
@@ -284,7 +60,7 @@ impl Shrinker {
     /// Shrinks until a whole round changes nothing: the last round tried
     /// removing each remaining fault, operation and knob on its own (ddmin
     /// ends on single-item complements), so the result is 1-minimal.
-    fn minimise(&mut self, mut config: SimConfig) -> SimConfig {
+    pub(super) fn minimise(&mut self, mut config: SimConfig) -> SimConfig {
         loop {
             let before = config.clone();
             self.drop_faults(&mut config);
@@ -449,7 +225,7 @@ impl Shrinker {
 
 /// Moves every send and every server fault from server `s` to server
 /// `rank(s)` of `n`.
-fn renumber_servers(config: &mut SimConfig, rank: &dyn Fn(u32) -> u32, n: u32) {
+pub(super) fn renumber_servers(config: &mut SimConfig, rank: &dyn Fn(u32) -> u32, n: u32) {
     config.topology.servers = n;
     if let Some(ops) = &mut config.workload.operations {
         ops.iter_mut().flat_map(|o| o.servers.iter_mut()).for_each(|s| *s = rank(*s));
@@ -557,7 +333,7 @@ impl Shrinker {
 /// `config` with every operation and timed fault moved earlier: by the
 /// time before the first of them, and with the gaps between operations
 /// halved; `None` when nothing moves.
-fn earlier(config: &SimConfig) -> Option<SimConfig> {
+pub(super) fn earlier(config: &SimConfig) -> Option<SimConfig> {
     let mut c = config.clone();
     let ops = c.workload.operations.as_mut()?;
     ops.sort_by_key(|o| (o.start_ms, o.op));
@@ -577,7 +353,7 @@ fn earlier(config: &SimConfig) -> Option<SimConfig> {
 /// The crashes and pauses of a history that fault sites may have drawn
 /// (with the planned ones among them), bound to the node's next site at
 /// the moment they happened.
-fn site_faults(entries: &[idemsim_model::history::Entry]) -> Vec<TimedFault> {
+pub(super) fn site_faults(entries: &[idemsim_model::history::Entry]) -> Vec<TimedFault> {
     use idemsim_model::{history::Fault, Event};
     let mut drawn = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -597,7 +373,7 @@ fn site_faults(entries: &[idemsim_model::history::Entry]) -> Vec<TimedFault> {
 }
 
 /// A site-bound fault as a plain timed one; any other as it is.
-fn unbound(action: &FaultAction) -> FaultAction {
+pub(super) fn unbound(action: &FaultAction) -> FaultAction {
     match *action {
         FaultAction::CrashBeforeCompletion { node, down_ms } => FaultAction::Crash { node, down_ms },
         FaultAction::PauseBeforeCompletion { node, for_ms } => FaultAction::Pause { node, for_ms },
@@ -606,7 +382,7 @@ fn unbound(action: &FaultAction) -> FaultAction {
 }
 
 /// Halves a fault's duration (or skew); false when already short.
-fn halve(action: &mut FaultAction) -> bool {
+pub(super) fn halve(action: &mut FaultAction) -> bool {
     let ms = match action {
         FaultAction::Crash { down_ms: ms, .. }
         | FaultAction::Pause { for_ms: ms, .. }
@@ -624,68 +400,4 @@ fn halve(action: &mut FaultAction) -> bool {
     }
     *ms /= 2;
     true
-}
-
-/// Delta debugging (Zeller's ddmin: subsets, then complements): the smallest part of
-/// `items` found for which `fails` still holds. `fails(items)` must hold.
-pub fn ddmin<T: Clone>(mut items: Vec<T>, fails: &mut dyn FnMut(&[T]) -> bool) -> Vec<T> {
-    if !items.is_empty() && fails(&[]) {
-        return Vec::new();
-    }
-    let mut n = 2;
-    while items.len() >= 2 {
-        let chunk = items.len().div_ceil(n);
-        let mut reduced = false;
-        for start in (0..items.len()).step_by(chunk) {
-            let subset = items[start..(start + chunk).min(items.len())].to_vec();
-            if subset.len() < items.len() && fails(&subset) {
-                items = subset;
-                n = 2;
-                reduced = true;
-                break;
-            }
-        }
-        // With two chunks, each complement is the other chunk: tested above.
-        if !reduced && items.len().div_ceil(chunk) > 2 {
-            for start in (0..items.len()).step_by(chunk) {
-                let complement: Vec<T> =
-                    items[..start].iter().chain(items[(start + chunk).min(items.len())..].iter()).cloned().collect();
-                if fails(&complement) {
-                    items = complement;
-                    n = (n - 1).max(2);
-                    reduced = true;
-                    break;
-                }
-            }
-        }
-        if !reduced {
-            if n >= items.len() {
-                break;
-            }
-            n = (2 * n).min(items.len());
-        }
-    }
-    items
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ddmin_finds_the_two_items_that_matter() {
-        let items: Vec<u32> = (0..40).collect();
-        let mut calls = 0;
-        let kept = ddmin(items, &mut |xs| {
-            calls += 1;
-            xs.contains(&7) && xs.contains(&31)
-        });
-        assert_eq!(kept, vec![7, 31]);
-        assert!(calls < 100, "{calls} calls");
-    }
-
-    #[test]
-    fn ddmin_empties_a_list_the_failure_does_not_need() {
-        assert_eq!(ddmin(vec![1, 2, 3], &mut |_| true), Vec::<i32>::new());
-    }
 }
