@@ -59,6 +59,7 @@ pub mod rng;
 mod run;
 mod server;
 pub mod story;
+mod subject;
 pub mod swarm;
 pub mod timeline;
 pub mod timing;

@@ -10,6 +10,12 @@ use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, SimTime, Viola
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+mod fold;
+#[cfg(test)]
+mod tests;
+
+use fold::*;
+
 /// The entries of `history` that tell `violation`'s story, in order.
 pub fn story_events(history: &History, violation: &Violation) -> Vec<usize> {
     story_events_and_start(history, violation).0
@@ -288,159 +294,6 @@ fn bystander_tries(history: &History, violation: &Violation, chosen: &[usize]) -
         .collect()
 }
 
-/// Folds what repeats: an operation that went exactly like an earlier one
-/// (the same lines, but for times, numbers, keys and paths) becomes one
-/// line saying so, and so do the tries of an operation that went like the
-/// try before them. Lines that mark the violation always stay.
-fn fold_repeated_tries(history: &History, violation: &Violation, lines: Vec<Line>) -> Vec<Line> {
-    let op_of_line = |i: usize| match &history.entries.get(i)?.event {
-        Event::GaveUp { op, .. } => Some(*op),
-        _ => req_of(history, i).map(|r| r.op),
-    };
-    let lines = fold_groups(
-        violation,
-        lines,
-        |i| op_of_line(i).map(|op| (op.0, 0)),
-        |first, _, lead| format!("op{} went the same way as op{}", first.0, lead.0),
-    );
-    fold_groups(
-        violation,
-        lines,
-        |i| req_of(history, i).map(|r| (r.op.0, r.try_no.0)),
-        |first, n, lead| {
-            let req = |(op, t): (u32, u32)| format!("op{op}.{t}");
-            match n {
-                1 => format!("{} went the same way as {}", req(first), req(lead)),
-                _ => format!("{} and the {} tries after it went the same way as {}", req(first), n - 1, req(lead)),
-            }
-        },
-    )
-}
-
-/// One story line: when, the history entry it tells (or, for a line
-/// inserted between them, the entry it follows), the text, and whether it
-/// tells that entry.
-type Line = (SimTime, usize, String, bool);
-
-/// Folds runs of consecutive groups (an operation `(op, 0)`, or a try
-/// `(op, try)`) whose lines have the shape of the group that leads the run
-/// into one line, `note(first folded, how many, lead)`, placed where the
-/// last folded line was. Operations fold onto any earlier operation; tries
-/// only onto the try just before them, and a try may add lines at its end
-/// (its give-up), which stay.
-fn fold_groups(
-    violation: &Violation,
-    lines: Vec<Line>,
-    group_of: impl Fn(usize) -> Option<(u32, u32)>,
-    note: impl Fn((u32, u32), usize, (u32, u32)) -> String,
-) -> Vec<Line> {
-    let mut groups: Vec<((u32, u32), Vec<usize>)> = Vec::new();
-    for (k, (_, i, _, tells)) in lines.iter().enumerate() {
-        // An inserted line (a lease running out) belongs to no group.
-        let Some(g) = group_of(*i).filter(|_| *tells) else { continue };
-        match groups.iter_mut().find(|(h, _)| *h == g) {
-            Some((_, ks)) => ks.push(k),
-            None => groups.push((g, vec![k])),
-        }
-    }
-    let shape = |ks: &[usize]| -> Vec<String> { ks.iter().map(|&k| shape_of(&lines[k].2)).collect() };
-    let marked = |k: usize| lines[k].3 && violation.events.contains(&lines[k].1);
-    let tries = groups.iter().any(|(g, _)| g.1 > 0);
-    let mut drop = BTreeSet::new();
-    let mut notes: Vec<(usize, String)> = Vec::new();
-    if !tries {
-        for b in 1..groups.len() {
-            let Some(a) = (0..b).find(|&a| shape(&groups[a].1) == shape(&groups[b].1)) else { continue };
-            let ks = &groups[b].1;
-            let last = *ks.iter().filter(|&&k| !marked(k)).max().unwrap_or(&ks[0]);
-            notes.push((last, note(groups[b].0, 1, groups[a].0)));
-            drop.extend(ks.iter().copied().filter(|&k| !marked(k)));
-        }
-    } else {
-        let mut t = 0;
-        while t < groups.len() {
-            let (lead, lead_ks) = (&groups[t].0, shape(&groups[t].1));
-            let mut end = t + 1;
-            let mut folded = Vec::new();
-            while let Some((g, ks)) = groups.get(end) {
-                let next_try = g.0 == lead.0 && g.1 == groups[end - 1].0 .1 + 1;
-                let s = shape(ks);
-                let same = s.len() >= lead_ks.len() && s[..lead_ks.len()] == lead_ks[..];
-                let (common, extra) = ks.split_at(lead_ks.len().min(ks.len()));
-                if !next_try || !same || common.iter().any(|&k| marked(k)) {
-                    break;
-                }
-                folded.extend(common.iter().copied());
-                end += 1;
-                if !extra.is_empty() {
-                    break;
-                }
-            }
-            if let Some(&last) = folded.iter().max() {
-                notes.push((last, note(groups[t + 1].0, end - t - 1, *lead)));
-                drop.extend(folded);
-            }
-            t = end.max(t + 1);
-        }
-    }
-    let mut out = Vec::with_capacity(lines.len());
-    for (k, line) in lines.into_iter().enumerate() {
-        if let Some((_, text)) = notes.iter().find(|(at, _)| *at == k) {
-            let who = line.2.split(':').next().unwrap_or("").to_string();
-            out.push((line.0, line.1, format!("{who}: {text}"), false));
-        }
-        if !drop.contains(&k) {
-            out.push(line);
-        }
-    }
-    out
-}
-
-/// For the send of a retry, what it retries after (the retry line itself
-/// is left out of the story).
-fn retry_of(history: &History, i: usize) -> String {
-    let Event::RequestSent { req, .. } = &history.entries[i].event else { return String::new() };
-    if req.try_no.0 < 2 {
-        return String::new();
-    }
-    let scheduled = history.entries[..i].iter().rev().find_map(|e| match &e.event {
-        Event::RetryScheduled { req: r, wait_ms, cause } if r.op == req.op && r.try_no.0 + 1 == req.try_no.0 => {
-            Some((*wait_ms, *cause))
-        }
-        _ => None,
-    });
-    match scheduled {
-        Some((wait_ms, idemsim_model::history::RetryCause::Timeout)) => {
-            format!(" (a retry {wait_ms} ms after a timeout)")
-        }
-        Some((wait_ms, idemsim_model::history::RetryCause::Status(s))) => {
-            format!(" (a retry {wait_ms} ms after a {s})")
-        }
-        None => String::new(),
-    }
-}
-
-/// A line without its numbers, names with numbers, paths and asides, so
-/// that two tries that did the same thing at other times look the same.
-fn shape_of(line: &str) -> String {
-    let mut depth = 0;
-    let bare: String = line
-        .chars()
-        .filter(|&c| {
-            match c {
-                '(' | '{' => depth += 1,
-                ')' | '}' => depth -= 1,
-                _ => return depth == 0,
-            }
-            false
-        })
-        .collect();
-    let words = bare.split_whitespace().filter(|w| {
-        !w.starts_with('/') && !w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(char::is_alphabetic)
-    });
-    words.collect::<Vec<_>>().join(" ")
-}
-
 /// One sentence on what happened, in the words of the protocol: for a
 /// fencing violation, who held which attempt, what froze or cut it off,
 /// what it wrote and after which grant; otherwise the violation itself.
@@ -540,47 +393,5 @@ fn fault_touches(fault: &Fault, nodes: &BTreeSet<NodeId>, reqs: &[String]) -> bo
         }
         Fault::PartitionsHealed | Fault::UnsyncedWritesLost { .. } => true,
         _ => fault.node().is_some_and(|node| nodes.contains(&node) || node == NodeId::Db),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::{run_seed, SimConfig, StoreKind, Variant};
-
-    #[test]
-    fn a_fencing_story_names_the_claims_and_ends_with_the_property() {
-        let config = SimConfig { steps: Variant::CheckThenInsert.steps(), ..SimConfig::default() };
-        let found = (0..200).map(|s| run_seed(&config, StoreKind::Mem, s).unwrap()).find(|o| o.failed()).unwrap();
-        let v = &found.violations[0];
-        let text = super::story(&found.history, v);
-        assert!(text.starts_with("  in short: "), "{text}");
-        assert!(text.lines().nth(1).unwrap().starts_with("  1. at"), "{text}");
-        assert!(text.contains("claims"), "{text}");
-        assert!(text.contains("<== here"), "{text}");
-        // The explanation closes the story, its cited event said as the
-        // story line that tells it.
-        let last = text.lines().last().unwrap();
-        assert!(last.starts_with("  => this breaks fencing: two executions of"), "{text}");
-        assert!(v.explanation.contains("at #") && last.contains("at line ") && !last.contains("at #"), "{text}");
-        let lines = text.lines().count();
-        assert!(lines < found.history.entries.len() / 2, "a story is a small part of the run: {lines} lines");
-        assert!(text.contains("not shown: other keys and operations"), "{text}");
-        let all = super::story_with(&found.history, v, true);
-        assert!(all.lines().count() > lines && !all.contains("not shown"), "{all}");
-    }
-
-    #[test]
-    fn a_paused_holders_story_opens_with_what_happened() {
-        let config = SimConfig { steps: Variant::UnfencedCompletion.steps(), ..crate::SimConfig::default() };
-        let summaries: Vec<String> = (0..300)
-            .map(|s| run_seed(&config, StoreKind::Mem, s).unwrap())
-            .filter(|o| o.failed())
-            .map(|o| super::summary(&o.history, &o.violations[0]))
-            .collect();
-        assert!(!summaries.is_empty());
-        assert!(
-            summaries.iter().any(|s| s.contains("holder of attempt #1") && s.ends_with("the write was not fenced")),
-            "{summaries:#?}"
-        );
     }
 }
