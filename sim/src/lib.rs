@@ -57,6 +57,7 @@ mod probe;
 pub use idemsim_protocol as protocol;
 pub mod rng;
 mod run;
+mod run_clock;
 mod server;
 pub mod story;
 mod subject;
