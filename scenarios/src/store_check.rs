@@ -370,12 +370,15 @@ impl StoreCheck {
     pub fn linearizability_in_process(&self, subject: &Subject, store: Arc<dyn IdempotencyStore>) -> PartVerdict {
         let seeds = self.seeds.start..self.seeds.end.min(self.seeds.start + 20);
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let sweep = ConcurrentSim::new().sweep(seeds.clone(), jobs, subject);
+        let sweep = ConcurrentSim::new().sweep_until(seeds.clone(), jobs, subject, &crate::sweep::stopped);
         if let Some((seed, error)) = sweep.errors.first() {
             return self.not_run(Part::Linearizability, &format!("seed {seed}: {error}"));
         }
-        let simulated =
-            format!("simulated: {} linearizable (histories {})", plural(seeds.end - seeds.start, "seed"), sweep.hash());
+        let simulated = format!(
+            "simulated: {} linearizable (histories {})",
+            plural(sweep.hashes.len() as u64, "seed"),
+            sweep.hash()
+        );
         let Some(first) = sweep.failures.first() else {
             let mut verdict = self.linearizability_on_runtime(store, None);
             verdict.summary = format!("{}; {simulated}", verdict.summary);

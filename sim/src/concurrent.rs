@@ -100,7 +100,7 @@ impl ConcurrentSim {
     pub fn run_seed(&self, seed: u64, subject: &Subject) -> Result<SimulatedHistory, String> {
         let (sim, subject) = (self.clone(), subject.clone());
         let worker = std::thread::Builder::new()
-            .name(format!("concurrent-{seed}"))
+            .name(format!("seed-{seed}"))
             .spawn(move || sim.run_here(seed, &subject))
             .map_err(|e| format!("cannot start a simulation thread: {e}"))?;
         worker.join().unwrap_or_else(|_| Err(format!("seed {seed}: the simulation thread died")))
@@ -109,11 +109,26 @@ impl ConcurrentSim {
     /// Runs `seeds` on `jobs` worker threads (each seed on a thread of its
     /// own); the result depends on the seeds only.
     pub fn sweep(&self, seeds: Range<u64>, jobs: usize, subject: &Subject) -> ConcurrentSweep {
+        self.sweep_until(seeds, jobs, subject, &|| false)
+    }
+
+    /// [`ConcurrentSim::sweep`], starting no new seed once `stop` says so
+    /// (Ctrl-C): the seeds run are those below the first one not run.
+    pub fn sweep_until(
+        &self,
+        seeds: Range<u64>,
+        jobs: usize,
+        subject: &Subject,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> ConcurrentSweep {
         let next = AtomicU64::new(seeds.start);
         let results = Mutex::new(BTreeMap::new());
         std::thread::scope(|scope| {
             for _ in 0..jobs.max(1) {
                 scope.spawn(|| loop {
+                    if stop() {
+                        return;
+                    }
                     let seed = next.fetch_add(1, Ordering::SeqCst);
                     if seed >= seeds.end {
                         return;

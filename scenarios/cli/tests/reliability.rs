@@ -247,7 +247,7 @@ fn a_closed_stderr_keeps_the_report_and_the_exit_code() {
     assert!(ran.out.contains("reproduce: "), "{}", ran.out);
 }
 
-/// `check-store` and `serve` stop on Ctrl-C with 130, and a stress cut
+/// `check-store`, `serve` and `concurrent` stop on Ctrl-C with 130, and a stress cut
 /// short is never a pass; SIGTERM (what `timeout` and Kubernetes send) is
 /// Ctrl-C, so a `--json` report is whole.
 #[test]
@@ -269,6 +269,14 @@ fn ctrl_c_and_sigterm_stop_every_long_command_with_130_and_its_report() {
     interrupt(&child);
     let ran = finish(child, Duration::from_secs(30), &args);
     assert_eq!(ran.code, 130, "serve: {}", ran.err);
+
+    let args = ["concurrent", "--seeds", "0..10000000", "--jobs", "1"];
+    let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    interrupt(&child);
+    let ran = finish(child, Duration::from_secs(30), &args);
+    assert_eq!(ran.code, 130, "concurrent: {}{}", ran.out, ran.err);
+    assert!(ran.out.contains("INTERRUPTED (Ctrl-C) after") && !ran.out.contains("LINEARIZABLE: every"), "{}", ran.out);
 
     let args = ["run", "--seeds", "0..100000", "--jobs", "1", "--json"];
     let child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();

@@ -4,7 +4,7 @@
 //! seed's history is judged for linearizability, and replays exactly.
 
 use crate::args::parse_store;
-use crate::{EXIT_CLEAN, EXIT_VIOLATION};
+use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::report::plural;
 use idemsim::sim::concurrent::ConcurrentSim;
 use idemsim::sim::{StoreKind, Subject};
@@ -84,11 +84,12 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     if args.seeds.is_empty() {
         return Err("--seeds must not be empty".into());
     }
-    let sweep = sim.sweep(args.seeds.clone(), jobs, &subject);
+    let sweep = sim.sweep_until(args.seeds.clone(), jobs, &subject, &idemsim::sweep::stopped);
     if let Some((seed, error)) = sweep.errors.first() {
         return Err(format!("seed {seed}: {error}"));
     }
-    let seeds = args.seeds.end - args.seeds.start;
+    let seeds = sweep.hashes.len() as u64;
+    let interrupted = seeds < args.seeds.end - args.seeds.start;
     let _ = writeln!(
         out,
         "idemsim concurrent: store {}, {}, {} of {} callers each ({} answers lost); histories {}",
@@ -106,6 +107,14 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             writeln!(out, "NOT LINEARIZABLE in {}: seeds {}", plural(failed.len() as u64, "seed"), failed.join(", "));
         let _ = writeln!(out, "reproduce: {}", reproduce(first.seed));
         return Ok(EXIT_VIOLATION);
+    }
+    if interrupted {
+        let _ = writeln!(
+            out,
+            "INTERRUPTED (Ctrl-C) after {}: nothing found so far; this is no pass",
+            plural(seeds, "seed")
+        );
+        return Ok(EXIT_INTERRUPTED);
     }
     if !sweep.unknown.is_empty() {
         let _ = writeln!(out, "UNKNOWN: the search ran out of budget on seeds {:?}; this is no pass", sweep.unknown);
