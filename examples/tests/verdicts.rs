@@ -450,6 +450,12 @@ fn guards_the_protocol_never_exercises_break_linearizability() {
     assert!(verdict.to_string().contains("complete"), "{verdict}");
     let verdict = kit.check(|| async { Ok(MemStore::new()) }).unwrap();
     assert!(verdict.linearizable(), "{verdict}");
+    // The sequential kit sees both too, one operation at a time, each
+    // shrunk to a short sequence.
+    let failure = Conformance::new().check(|| async { Ok(TakeoverIgnoresLease::default()) }).unwrap_err();
+    assert!(failure.minimal.len() <= 6 && failure.reason.contains("take_over"), "{failure}");
+    let failure = Conformance::new().check(|| async { Ok(CompleteAnyStatus::default()) }).unwrap_err();
+    assert!(failure.minimal.len() <= 6 && failure.reason.contains("complete"), "{failure}");
 }
 
 /// The same stores in the simulator's concurrent mode: every seed replays
