@@ -23,6 +23,7 @@ pub use idemsim_model::{
 pub use idemsim_protocol::{
     ChargeAnswer, ClaimStep, ClientEnv, Correct, Env, Protocol, Reply, Steps, StoreOp, StoreReply, Variant,
 };
-pub use idemsim_sim::SimConfig;
+pub use idemsim_sim::explore::{ExploreConfig, ExploreReport, Explorer, Schedule};
+pub use idemsim_sim::{SimConfig, Subject};
 pub use idemsim_store::conformance::{Concurrent, Conformance};
 pub use idemsim_store::{Delegate, IdempotencyStore, MemStore, StoreError};

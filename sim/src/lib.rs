@@ -42,6 +42,7 @@ mod db;
 mod disk;
 mod downstream;
 mod env;
+pub mod explore;
 mod faults;
 pub mod floor;
 pub mod history_html;

@@ -39,6 +39,8 @@ pub enum Stream {
     Dependency,
     /// The concurrent mode's callers (their plans, latencies and faults).
     Callers,
+    /// The explorer's randomized (PCT) executions.
+    Explore,
 }
 
 impl Stream {
@@ -54,6 +56,7 @@ impl Stream {
             Stream::Meddler => "meddler",
             Stream::Dependency => "dependency",
             Stream::Callers => "callers",
+            Stream::Explore => "explore",
         }
     }
 }

@@ -64,6 +64,8 @@ enum Command {
     CheckStore(commands::check_store::Args),
     /// The simulator's concurrent mode: store operations of many callers, each seed's history checked for linearizability.
     Concurrent(commands::concurrent::Args),
+    /// Every interleaving of a small configuration, checked and counted; the shortest counterexample, replayable.
+    Explore(commands::explore::Args),
     /// Attack a running HTTP service's Idempotency-Key behaviour from outside.
     Http(commands::http::Args),
     /// Serve the protocol (or a broken variant) as a real HTTP service.
@@ -113,6 +115,7 @@ pub fn run(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Command::Stress(args) => commands::stress::exec(args, out),
         Command::CheckStore(args) => commands::check_store::exec(args, out),
         Command::Concurrent(args) => commands::concurrent::exec(args, out),
+        Command::Explore(args) => commands::explore::exec(args, out),
         Command::Http(args) => commands::http::exec(args, out),
         Command::Serve(args) => commands::serve::exec(args, out),
         Command::Bench(args) => commands::bench::exec(args, out, err),

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod check_store;
 pub mod concurrent;
 pub mod explain;
+pub mod explore;
 pub mod floor;
 pub mod http;
 pub mod list;
