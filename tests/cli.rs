@@ -390,3 +390,50 @@ fn bad_scenario_files_are_one_line_and_exit_2() {
     assert!(err.contains("cannot read"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `explore`: a clean configuration exits 0 with its count; a broken
+/// variant exits 1 with the command that replays its shortest execution,
+/// and that command shows the same violation; bad input is one line.
+#[test]
+fn explore_counts_finds_the_shortest_and_replays_it() {
+    let (code, out, _) = idemsim(&["explore", "--config", "pair"]);
+    assert_eq!(code, EXIT_CLEAN, "{out}");
+    assert!(out.contains("6 executions (every one)") && out.contains("no execution breaks a property"), "{out}");
+
+    let (code, out, _) = idemsim(&["explore", "--config", "paused-holder", "--variant", "unfenced-completion"]);
+    assert_eq!(code, EXIT_VIOLATION, "{out}");
+    assert!(out.contains("1 of 3 executions break fencing"), "{out}");
+    assert!(out.contains("the shortest breaks fencing in 18 steps (schedule 1.1)"), "{out}");
+    let command = out.lines().find_map(|l| l.strip_prefix("reproduce: ")).expect("a reproduce line");
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let (code, replayed, _) = idemsim(&args);
+    assert_eq!(code, EXIT_VIOLATION, "{replayed}");
+    assert!(replayed.contains("VIOLATION fencing"), "{replayed}");
+
+    let dir = std::env::temp_dir().join(format!("idemsim-explore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.toml");
+    std::fs::write(&file, "operations = [{ key = \"k1\" }, { key = \"k1\", amount = 250 }]\nservers = 2\n").unwrap();
+    let (code, out, err) =
+        idemsim(&["explore", "--config-file", file.to_str().unwrap(), "--variant", "fingerprint-not-compared"]);
+    assert_eq!(code, EXIT_VIOLATION, "{out}{err}");
+    assert!(out.contains("explore mine with") && out.contains("break status-rules"), "{out}");
+    std::fs::write(&file, "servers = 0\n").unwrap();
+    let (code, _, err) = idemsim(&["explore", "--config-file", file.to_str().unwrap()]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("servers: between 1 and 8"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let cases: [(&[&str], &str); 5] = [
+        (&["explore", "--config", "nope"], "unknown configuration 'nope'"),
+        (&["explore", "--config", "pair", "--replay", "x.y"], "is not a schedule"),
+        (&["explore", "--config", "lost-reply", "--replay", "7"], "not one of this configuration's"),
+        (&["explore", "--replay", "0"], "--replay needs --config"),
+        (&["explore", "--config-file", "/nonexistent/c.toml"], "cannot read /nonexistent/c.toml"),
+    ];
+    for (args, message) in cases {
+        let (code, _, err) = idemsim(args);
+        assert_eq!(code, EXIT_USAGE, "{args:?}: {err}");
+        assert!(err.contains(message) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+}

@@ -8,7 +8,7 @@ use super::config::{ExploreConfig, FaultKind};
 use super::env::{ExploreClient, ExploreEnv, Shared};
 use super::world::{TaskFuture, World};
 use super::ExploreError;
-use crate::protocol::Protocol;
+use crate::protocol::{Protocol, ProtocolSettings};
 use idemsim_model::history::{Origin, Phase};
 use idemsim_model::{judge, Event, History, NodeId, OpId, RunMeta, SimTime, Violation};
 use idemsim_store::IdempotencyStore;
@@ -81,9 +81,21 @@ pub(crate) fn followed_lease_ms(config: &ExploreConfig, protocol: &dyn Protocol)
     crate::timing::followed_lease_ms(&sim, protocol)
 }
 
+/// The protocol's settings with the durations derived from the lease
+/// following the subject's lease `lease_ms`, as the simulator's
+/// (`timing::follow`: the retry deadline at least 6 leases, the retention
+/// windows grown as much), and a client that waits at least one lease for
+/// an answer, so the retry after a lost reply or a paused holder comes
+/// when the record can be taken over.
+pub(crate) fn followed(config: &ExploreConfig, lease_ms: u64) -> ProtocolSettings {
+    let sim = crate::SimConfig { protocol: config.protocol.clone(), ..Default::default() };
+    let mut settings = crate::timing::follow(&sim, lease_ms).protocol;
+    settings.retry.timeout_ms = settings.retry.timeout_ms.max(lease_ms);
+    settings
+}
+
 /// The settings the checkers judge by.
-fn meta(config: &ExploreConfig, lease_ms: u64) -> RunMeta {
-    let p = &config.protocol;
+fn meta(config: &ExploreConfig, p: &ProtocolSettings, lease_ms: u64) -> RunMeta {
     let skews = (0..config.servers).map(|s| config.skew_of(s));
     let (lo, hi) = skews.fold((0i64, 0i64), |(lo, hi), s| (lo.min(s), hi.max(s)));
     RunMeta {
@@ -107,9 +119,9 @@ pub fn execute(
     chooser: &mut dyn Chooser,
 ) -> Result<Execution, ExploreError> {
     let lease_ms = followed_lease_ms(config, &*protocol);
-    let history = History { meta: meta(config, lease_ms), entries: Vec::new() };
+    let settings = followed(config, lease_ms);
+    let history = History { meta: meta(config, &settings, lease_ms), entries: Vec::new() };
     let world = World::new(config.clone(), history, lease_ms + lease_ms / 2);
-    let settings = config.protocol.clone();
     let shared = Arc::new(Shared { world: Mutex::new(world), store, protocol, settings });
     let mut run = Executor {
         shared,
@@ -278,7 +290,7 @@ impl Executor {
         w.healing = true;
         w.record(NodeId::World, Event::Phase { phase: Phase::Heal });
         let lease_ms = w.history.meta.lease_ms;
-        let p = &w.config.protocol;
+        let p = &self.shared.settings;
         let settle_ms = (2 * lease_ms).saturating_add(p.reconcile_bound_ms).saturating_add(p.reconcile_idle_max_ms);
         let end = w.now.plus_ms(settle_ms);
         for (node, origin) in [(NodeId::Reconciler, Origin::Reconciler), (NodeId::Relay, Origin::Relay)] {
