@@ -207,6 +207,8 @@ fn bench_prints_every_figure_as_json() {
         "2",
         "--repeats",
         "2",
+        "--explore-max",
+        "3000",
         "--json",
     ];
     let (code, out, err) = idemsim(&args);
@@ -247,6 +249,13 @@ fn bench_prints_every_figure_as_json() {
     assert!(i["per_seed"].as_f64().unwrap() > i["floor_per_seed"].as_f64().unwrap(), "{i}");
     assert!(i["floor_per_seed"].as_f64().unwrap() > 0.0 && i["messages_per_seed"].as_f64().unwrap() > 100.0, "{i}");
     assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
+    // Explore versus sweeps: a row per broken variant; the unfenced
+    // completion is found by both, with the figures to compare.
+    let rows = doc["explore_vs_sweeps"].as_array().unwrap();
+    assert_eq!(rows.len(), idemsim_sim::Variant::ALL.len() - 1, "{doc}");
+    let unfenced = rows.iter().find(|r| r["variant"] == "unfenced-completion").unwrap();
+    assert_eq!(unfenced["explore_config"], "paused-holder", "{unfenced}");
+    assert!(unfenced["explore_executions"].as_u64().unwrap() > 0 && unfenced["sweep_seeds"].as_u64().unwrap() > 0);
     let (code, _, err) = idemsim(&["bench", "--stress-store", "oracle"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     let (code, _, err) = idemsim(&["bench", "--repeats", "0"]);

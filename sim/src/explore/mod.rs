@@ -192,6 +192,22 @@ impl Explorer {
     /// Every execution, depth first, up to `executions_max`; `stop` is
     /// asked between executions (Ctrl-C).
     pub fn exhaustive(&self, executions_max: u64, stop: &dyn Fn() -> bool) -> Result<ExploreReport, ExploreError> {
+        self.depth_first(executions_max, false, stop)
+    }
+
+    /// [`exhaustive`](Explorer::exhaustive), stopping at the first failing
+    /// execution (the first in depth-first order, not the shortest):
+    /// `executions` then counts the executions it took to find one.
+    pub fn first_failure(&self, executions_max: u64, stop: &dyn Fn() -> bool) -> Result<ExploreReport, ExploreError> {
+        self.depth_first(executions_max, true, stop)
+    }
+
+    fn depth_first(
+        &self,
+        executions_max: u64,
+        until_failure: bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ExploreReport, ExploreError> {
         let mut report = ExploreReport::new(&self.config.name, &self.protocol_name, "exhaustive");
         let mut histories = BTreeSet::new();
         let mut prefix: Vec<(u32, u32)> = Vec::new();
@@ -206,6 +222,9 @@ impl Explorer {
             report.choice_points += (trail.len() - prefix.len().saturating_sub(1)) as u64;
             histories.insert(crate::trace_hash(&execution.history));
             report.add(execution);
+            if until_failure && !report.clean() {
+                break;
+            }
             match search::next_prefix(trail) {
                 Some(next) => prefix = next,
                 None => {

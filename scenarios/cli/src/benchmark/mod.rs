@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod explore;
 mod print;
 mod targets;
 
@@ -40,6 +41,8 @@ pub struct BenchSpec {
     /// Sweeps of each throughput kind (one worker, two workers), taken in
     /// turn; the wall-clock figures are their medians.
     pub repeats: u32,
+    /// Explore versus sweeps: executions per configuration at most (0: skip).
+    pub explore_max: u64,
 }
 
 /// Throughput of one configuration.
@@ -133,6 +136,8 @@ pub struct BenchReport {
     pub time_to_first_failure_detail: BTreeMap<String, Ttff>,
     /// Simulation versus stress.
     pub side_by_side: Vec<SideBySide>,
+    /// `idemsim explore` versus random sweeps, per broken variant.
+    pub explore_vs_sweeps: Vec<explore::ExploreVsSweeps>,
     /// Why the side-by-side did not run, if it did not.
     pub side_by_side_skipped: Option<String>,
     /// Instructions per default seed and per seed of bare madsim with the
@@ -375,6 +380,10 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         }
     };
     let (side_by_side, side_by_side_skipped) = side_by_side(spec, &detail, say);
+    let explore_vs_sweeps = match spec.explore_max {
+        0 => Vec::new(),
+        n => explore::explore_vs_sweeps(n, &detail, say)?,
+    };
     let jobs = two / seeds_per_sec;
     // An interrupted bench measured part of each figure: no verdicts on them.
     let interrupted = idemsim::sweep::stopped();
@@ -410,6 +419,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
         time_to_first_failure_detail: detail,
         side_by_side,
         side_by_side_skipped,
+        explore_vs_sweeps,
         instructions,
         instructions_skipped,
         linearizability_ms,

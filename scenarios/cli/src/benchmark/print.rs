@@ -80,6 +80,21 @@ pub(super) fn side_by_side_and_the_rest(r: &BenchReport, out: &mut dyn Write) ->
     if let Some(why) = &r.side_by_side_skipped {
         writeln!(out, "  skipped: {why}")?;
     }
+    if !r.explore_vs_sweeps.is_empty() {
+        writeln!(out, "explore (every interleaving of small configurations) versus random sweeps:")?;
+    }
+    for e in &r.explore_vs_sweeps {
+        let explored = match &e.explore_config {
+            Some(c) => format!("found in {c} after {} executions, {:.1} ms", e.explore_executions, e.explore_ms),
+            None if e.explore_exhausted => format!("not found: {} executions, none fails", e.explore_executions),
+            None => format!("not found in {} executions (budget ran out)", e.explore_executions),
+        };
+        let swept = match (&e.sweep_scenario, e.sweep_seeds, e.sweep_ms) {
+            (Some(s), Some(n), Some(ms)) => format!("sweeps: {s} after {n} seeds, {ms:.1} ms"),
+            _ => "sweeps: not found".to_string(),
+        };
+        writeln!(out, "  {:<28} explore: {explored:<52} {swept}", e.variant)?;
+    }
     writeln!(
         out,
         "linearizability: 10,000 operations of 16 callers recorded and checked in {} ms",

@@ -39,6 +39,10 @@ pub struct Args {
     /// reports FAIL marks and exits 0.
     #[arg(long)]
     strict: bool,
+    /// Explore versus random sweeps: at most this many executions per
+    /// small configuration (0 skips the table).
+    #[arg(long, default_value_t = 300_000)]
+    explore_max: u64,
 }
 
 pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
@@ -60,6 +64,7 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         scaling_seeds: args.scaling_seeds,
         instruction_seeds: args.instruction_seeds,
         repeats: args.repeats,
+        explore_max: args.explore_max,
     };
     let quiet = args.json;
     let say = |line: &str| {
