@@ -12,6 +12,9 @@
 //!   replays a completed record's JSON body re-encoded (keys sorted)
 //!   instead of the stored bytes. Every step but one is the correct
 //!   protocol's, inherited from the trait's provided methods.
+//! * [`LongLease`] (a protocol with a 90 s lease) and [`UnfencedComplete`]
+//!   (a store whose completion ignores the attempt): what a simulated
+//!   sweep and `Explorer` must catch together, and clear apart.
 //!
 //! The tests in `tests/` catch both with a sweep, shrink the failure to a
 //! scenario file, and replay that file with the same trace hash.
@@ -31,9 +34,11 @@
 //! # let _ = ReEncodingReplay;
 //! ```
 
+mod long_lease;
 mod racy_store;
 mod re_encoding;
 
+pub use long_lease::{LongLease, UnfencedComplete};
 pub use racy_store::RacyStore;
 pub use re_encoding::ReEncodingReplay;
 

@@ -6,38 +6,7 @@
 
 use idemsim::prelude::*;
 use idemsim::sim::explore::{catalogue, Chooser};
-
-/// A protocol whose lease is 90 s, otherwise the correct one.
-#[derive(Clone, Copy, Debug, Default)]
-struct LongLease;
-
-impl Protocol for LongLease {
-    fn name(&self) -> String {
-        "long-lease".into()
-    }
-    fn lease_ms(&self, _configured_ms: u64) -> u64 {
-        90_000
-    }
-}
-
-/// Completes the record for whichever attempt holds it: a holder that
-/// slept through its lease overwrites the execution that took over.
-#[derive(Default)]
-struct UnfencedComplete(MemStore);
-
-#[async_trait]
-impl Delegate for UnfencedComplete {
-    fn inner(&self) -> &dyn IdempotencyStore {
-        &self.0
-    }
-    async fn complete(&self, s: &Scope, _a: Attempt, c: &Completion) -> Result<WriteOutcome, StoreError> {
-        let holder = match self.0.read(s).await?.map(|r| r.state) {
-            Some(RecordState::InProgress { attempt, .. }) => attempt,
-            _ => return Ok(WriteOutcome::Fenced),
-        };
-        self.0.complete(s, holder, c).await
-    }
-}
+use idemsim_examples::{LongLease, UnfencedComplete};
 
 fn paused_holder() -> ExploreConfig {
     catalogue::config("paused-holder").expect("in the catalogue")

@@ -94,21 +94,15 @@ pub(crate) fn followed(config: &ExploreConfig, lease_ms: u64) -> ProtocolSetting
     settings
 }
 
-/// The settings the checkers judge by.
-fn meta(config: &ExploreConfig, p: &ProtocolSettings, lease_ms: u64) -> RunMeta {
+/// The settings the checkers judge by: the simulator's (`run_meta`), with
+/// the servers' clock skew, and without a share of successes to reach.
+fn meta(config: &ExploreConfig, settings: &ProtocolSettings, lease_ms: u64) -> RunMeta {
+    let sim = crate::SimConfig { protocol: settings.clone(), ..Default::default() };
     let skews = (0..config.servers).map(|s| config.skew_of(s));
     let (lo, hi) = skews.fold((0i64, 0i64), |(lo, hi), s| (lo.min(s), hi.max(s)));
-    RunMeta {
-        lease_ms,
-        expiry_window_ms: p.expiry_window_ms,
-        reconcile_bound_ms: p.reconcile_bound_ms,
-        retry: p.retry.clone(),
-        amplification_max_percent: p.amplification_max_percent,
-        // Progress is a property of long runs; an explored execution
-        // with a fault on purpose owes no share of successes.
-        progress_min_percent: 0,
-        clock_skew_max_ms: hi.abs_diff(lo),
-    }
+    // Progress is a property of long runs; an explored execution with a
+    // fault on purpose owes no share of successes.
+    RunMeta { progress_min_percent: 0, clock_skew_max_ms: hi.abs_diff(lo), ..sim.run_meta(lease_ms) }
 }
 
 /// Runs one execution of `config` with a fresh store and protocol.
