@@ -107,3 +107,37 @@ fn a_bad_configuration_is_one_line() {
     let err = Explorer::new(&config, &Subject::from(StoreKind::Mem)).err().unwrap();
     assert_eq!(err.to_string(), "explore config: servers: between 1 and 8 (got 0)");
 }
+
+/// A store whose completion panics, or never answers.
+#[derive(Default)]
+struct Broken(idemsim_store::MemStore, bool);
+
+#[async_trait::async_trait]
+impl idemsim_store::Delegate for Broken {
+    fn inner(&self) -> &dyn idemsim_store::IdempotencyStore {
+        &self.0
+    }
+    async fn complete(
+        &self,
+        _s: &idemsim_model::Scope,
+        _a: idemsim_model::Attempt,
+        _c: &idemsim_model::Completion,
+    ) -> Result<idemsim_model::WriteOutcome, idemsim_store::StoreError> {
+        if self.1 {
+            panic!("the completion exploded");
+        }
+        std::future::pending().await
+    }
+}
+
+#[test]
+fn a_store_that_panics_or_waits_is_one_line_with_its_schedule() {
+    let config = catalogue::config("lost-reply").unwrap();
+    let panics = Subject::store("panics", || Ok(Broken(Default::default(), true)));
+    let err = Explorer::new(&config, &panics).unwrap().exhaustive(100, &|| false).unwrap_err();
+    assert!(matches!(err, ExploreError::Panicked { .. }), "{err}");
+    assert!(err.to_string().contains("the completion exploded (schedule -)"), "{err}");
+    let waits = Subject::store("waits", || Ok(Broken(Default::default(), false)));
+    let err = Explorer::new(&config, &waits).unwrap().exhaustive(100, &|| false).unwrap_err();
+    assert!(err.to_string().contains("the store's complete waited on something"), "{err}");
+}
