@@ -5,107 +5,98 @@ use crate::checker::{Index, RecordId};
 use crate::history::{Answer, Entry, Event, Fault, History, Origin};
 use crate::ids::{Attempt, NodeId, RequestId, Scope, SimTime};
 use crate::lookup::{Lookup, LookupSet};
-use serde::{Deserialize, Serialize};
+use crate::Sometimes;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// How often each interesting interleaving happened.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How often each interesting interleaving happened: a count per
+/// [`Sometimes`], indexed by it (`coverage[Sometimes::Takeover]`), and how
+/// the operations ended. Its JSON is a flat object: each counter's name,
+/// then the outcomes' fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {
-    /// A takeover was granted.
-    pub takeover: u64,
-    /// A lease expired while its holder had begun executing (called the
-    /// dependency or wrote a recovery point) and the record was taken over.
-    pub lease_expired_mid_execute: u64,
-    /// A stale holder's write was fenced.
-    pub stale_holder_fenced: u64,
-    /// A network duplicate of a request arrived after its key completed.
-    pub duplicate_after_completion: u64,
-    /// A completion committed but the client never got that try's answer.
-    pub response_lost_after_commit: u64,
-    /// A server crashed after calling the dependency and before completing.
-    pub crash_between_effect_and_completion: u64,
-    /// A stored response was replayed.
-    pub replay: u64,
-    /// A fingerprint mismatch was answered 422.
-    pub mismatch_rejected: u64,
-    /// A live in-flight key was answered 409.
-    pub in_flight_rejected: u64,
-    /// The reconciler completed a record nobody retried.
-    pub reconciler_completed: u64,
-    /// A server crashed while an execution it started was unfinished.
-    pub crash_mid_execution: u64,
-    /// A stored response was replayed an hour or more after it was stored.
-    pub late_replay: u64,
-    /// A completed record was swept.
-    pub record_swept: u64,
-    /// A client stopped retrying because its retry budget was spent.
-    pub retry_budget_exhausted: u64,
-    /// The consumer received a message it had already applied.
-    pub message_redelivered: u64,
-    /// A second service sent the store an operation the protocol never
-    /// asks for, and the store answered (property `store-contract`).
-    #[serde(default)]
-    pub store_probed: u64,
-    /// The dependency declined a charge (402) or refused it for now (429
-    /// or 503, with `Retry-After`).
-    #[serde(default)]
-    pub provider_refused: u64,
-    /// The dependency answered a call late (its answer may outlast the
-    /// caller's timeout while the charge went through).
-    #[serde(default)]
-    pub provider_answered_late: u64,
+    counts: [u64; Sometimes::COUNT],
     /// How the operations ended (not a "sometimes" counter).
-    #[serde(flatten)]
     pub outcomes: crate::checker::Outcomes,
+}
+
+impl std::ops::Index<Sometimes> for Coverage {
+    type Output = u64;
+    fn index(&self, s: Sometimes) -> &u64 {
+        &self.counts[s.index()]
+    }
+}
+
+impl std::ops::IndexMut<Sometimes> for Coverage {
+    fn index_mut(&mut self, s: Sometimes) -> &mut u64 {
+        &mut self.counts[s.index()]
+    }
+}
+
+/// The counters as a JSON map, in list order.
+struct Counters<'a>(&'a Coverage);
+
+impl Serialize for Counters<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Sometimes::COUNT))?;
+        for s in Sometimes::ALL {
+            map.serialize_entry(s.name(), &self.0[s])?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Flat<'a> {
+    #[serde(flatten)]
+    counters: Counters<'a>,
+    #[serde(flatten)]
+    outcomes: &'a crate::checker::Outcomes,
+}
+
+impl Serialize for Coverage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Flat { counters: Counters(self), outcomes: &self.outcomes }.serialize(serializer)
+    }
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(flatten)]
+    outcomes: crate::checker::Outcomes,
+    /// Counters by name; one missing (from a report written before it
+    /// existed) counts zero, one unknown is ignored.
+    #[serde(flatten)]
+    counters: std::collections::BTreeMap<String, u64>,
+}
+
+impl<'de> Deserialize<'de> for Coverage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Coverage, D::Error> {
+        let raw = Raw::deserialize(deserializer)?;
+        let mut c = Coverage { outcomes: raw.outcomes, ..Coverage::default() };
+        for (name, n) in raw.counters {
+            if let Some(s) = Sometimes::from_name(&name) {
+                c[s] = n;
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// A replay at least this long after the completion counts as late.
 const LATE_MS: u64 = 3_600_000;
 
 impl Coverage {
-    /// The counters as `(name, value)` pairs, in declaration order.
-    pub fn counters(&self) -> [(&'static str, u64); 18] {
-        [
-            ("takeover", self.takeover),
-            ("lease_expired_mid_execute", self.lease_expired_mid_execute),
-            ("stale_holder_fenced", self.stale_holder_fenced),
-            ("duplicate_after_completion", self.duplicate_after_completion),
-            ("response_lost_after_commit", self.response_lost_after_commit),
-            ("crash_between_effect_and_completion", self.crash_between_effect_and_completion),
-            ("replay", self.replay),
-            ("mismatch_rejected", self.mismatch_rejected),
-            ("in_flight_rejected", self.in_flight_rejected),
-            ("reconciler_completed", self.reconciler_completed),
-            ("crash_mid_execution", self.crash_mid_execution),
-            ("late_replay", self.late_replay),
-            ("record_swept", self.record_swept),
-            ("retry_budget_exhausted", self.retry_budget_exhausted),
-            ("message_redelivered", self.message_redelivered),
-            ("store_probed", self.store_probed),
-            ("provider_refused", self.provider_refused),
-            ("provider_answered_late", self.provider_answered_late),
-        ]
+    /// The counters as `(name, value)` pairs, in list order.
+    pub fn counters(&self) -> [(&'static str, u64); Sometimes::COUNT] {
+        Sometimes::ALL.map(|s| (s.name(), self[s]))
     }
 
     /// Adds another run's counts (for a sweep's totals).
     pub fn add(&mut self, other: &Coverage) {
-        self.takeover += other.takeover;
-        self.lease_expired_mid_execute += other.lease_expired_mid_execute;
-        self.stale_holder_fenced += other.stale_holder_fenced;
-        self.duplicate_after_completion += other.duplicate_after_completion;
-        self.response_lost_after_commit += other.response_lost_after_commit;
-        self.crash_between_effect_and_completion += other.crash_between_effect_and_completion;
-        self.replay += other.replay;
-        self.mismatch_rejected += other.mismatch_rejected;
-        self.in_flight_rejected += other.in_flight_rejected;
-        self.reconciler_completed += other.reconciler_completed;
-        self.crash_mid_execution += other.crash_mid_execution;
-        self.late_replay += other.late_replay;
-        self.record_swept += other.record_swept;
-        self.retry_budget_exhausted += other.retry_budget_exhausted;
-        self.message_redelivered += other.message_redelivered;
-        self.store_probed += other.store_probed;
-        self.provider_refused += other.provider_refused;
-        self.provider_answered_late += other.provider_answered_late;
+        for s in Sometimes::ALL {
+            self[s] += other[s];
+        }
         self.outcomes.add(&other.outcomes);
     }
 
@@ -135,7 +126,7 @@ impl Coverage {
         for (i, entry) in history.entries.iter().enumerate() {
             tracker.observe(&mut c, i, entry);
         }
-        c.response_lost_after_commit = tracker.committed_unanswered.len() as u64;
+        c[Sometimes::ResponseLostAfterCommit] = tracker.committed_unanswered.len() as u64;
         c.outcomes = crate::checker::Outcomes::of_ends(index.op_ends(history));
         c
     }
@@ -167,10 +158,10 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.holder[record_of(scope).get()] = Some(*attempt);
             }
             Event::TakenOver { scope, attempt, .. } => {
-                c.takeover += 1;
+                c[Sometimes::Takeover] += 1;
                 let record = record_of(scope);
                 if let Some(previous) = self.holder[record.get()].replace(*attempt) {
-                    c.lease_expired_mid_execute += u64::from(self.begun.contains(&(record, previous)));
+                    c[Sometimes::LeaseExpiredMidExecute] += u64::from(self.begun.contains(&(record, previous)));
                 }
             }
             Event::RecoveryPointWritten { scope, attempt, .. } => {
@@ -180,7 +171,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.begun.insert((record_of(scope), *attempt));
                 self.calling.insert((record_of(scope), *attempt), *from);
             }
-            Event::WriteFenced { .. } => c.stale_holder_fenced += 1,
+            Event::WriteFenced { .. } => c[Sometimes::StaleHolderFenced] += 1,
             Event::ExecutionStarted { by: Origin::Request { .. }, scope, .. } => {
                 self.executing.insert(record_of(scope), entry.node);
             }
@@ -194,17 +185,17 @@ impl<'i, 'h> Tracker<'i, 'h> {
                     Origin::Request { req, .. } => {
                         self.committed_unanswered.insert(*req);
                     }
-                    Origin::Reconciler => c.reconciler_completed += 1,
+                    Origin::Reconciler => c[Sometimes::ReconcilerCompleted] += 1,
                     Origin::Sweeper | Origin::Relay => {}
                 }
             }
-            Event::StoreProbed(_) => c.store_probed += 1,
+            Event::StoreProbed(_) => c[Sometimes::StoreProbed] += 1,
             Event::DownstreamAnswered { status, delay_ms, .. } => {
-                c.provider_refused += u64::from(*status != 200);
-                c.provider_answered_late += u64::from(*delay_ms > 0);
+                c[Sometimes::ProviderRefused] += u64::from(*status != 200);
+                c[Sometimes::ProviderAnsweredLate] += u64::from(*delay_ms > 0);
             }
             Event::RecordSwept { scope, completed, .. } => {
-                c.record_swept += u64::from(*completed);
+                c[Sometimes::RecordSwept] += u64::from(*completed);
                 self.completed[record_of(scope).get()] = None;
             }
             Event::Released { scope, .. } => {
@@ -212,18 +203,18 @@ impl<'i, 'h> Tracker<'i, 'h> {
                 self.executing.remove(&record);
                 self.completed[record.get()] = None;
             }
-            Event::GaveUp { reason, .. } if reason.contains("budget") => c.retry_budget_exhausted += 1,
-            Event::MessageConsumed { applied: false, .. } => c.message_redelivered += 1,
+            Event::GaveUp { reason, .. } if reason.contains("budget") => c[Sometimes::RetryBudgetExhausted] += 1,
+            Event::MessageConsumed { applied: false, .. } => c[Sometimes::MessageRedelivered] += 1,
             Event::RequestReceived { req, copy, .. } if *copy > 1 && self.scope_completed(*req) => {
-                c.duplicate_after_completion += 1;
+                c[Sometimes::DuplicateAfterCompletion] += 1;
             }
             Event::ResponseSent { req, answer, .. } => match answer {
                 Answer::Replayed => {
-                    c.replay += 1;
+                    c[Sometimes::Replay] += 1;
                     self.observe_late(c, *req, entry.at);
                 }
-                Answer::Mismatch => c.mismatch_rejected += 1,
-                Answer::InFlight => c.in_flight_rejected += 1,
+                Answer::Mismatch => c[Sometimes::MismatchRejected] += 1,
+                Answer::InFlight => c[Sometimes::InFlightRejected] += 1,
                 _ => {}
             },
             Event::ResponseReceived { req, .. } => {
@@ -232,10 +223,10 @@ impl<'i, 'h> Tracker<'i, 'h> {
             Event::Fault(Fault::Crashed { node }) => {
                 let before = self.calling.len();
                 self.calling.retain(|_, from| from != node);
-                c.crash_between_effect_and_completion += (before - self.calling.len()) as u64;
+                c[Sometimes::CrashBetweenEffectAndCompletion] += (before - self.calling.len()) as u64;
                 let before = self.executing.len();
                 self.executing.retain(|_, server| server != node);
-                c.crash_mid_execution += (before - self.executing.len()) as u64;
+                c[Sometimes::CrashMidExecution] += (before - self.executing.len()) as u64;
             }
             _ => {}
         }
@@ -245,7 +236,7 @@ impl<'i, 'h> Tracker<'i, 'h> {
     fn observe_late(&self, c: &mut Coverage, req: RequestId, at: SimTime) {
         let completed = self.completed_at(req);
         let late_ms = LATE_MS.min(self.window_ms / 2);
-        c.late_replay += u64::from(completed.is_some_and(|completed| at.since_ms(completed) >= late_ms));
+        c[Sometimes::LateReplay] += u64::from(completed.is_some_and(|completed| at.since_ms(completed) >= late_ms));
     }
 
     fn scope_completed(&self, req: RequestId) -> bool {
@@ -289,11 +280,11 @@ mod tests {
         );
         s.completed(Origin::Reconciler, &scope(), 2, ok("x"));
         let c = Coverage::of(&s.history);
-        assert_eq!(c.takeover, 1);
-        assert_eq!(c.lease_expired_mid_execute, 1);
-        assert_eq!(c.crash_between_effect_and_completion, 1);
-        assert_eq!(c.stale_holder_fenced, 1);
-        assert_eq!(c.reconciler_completed, 1);
+        assert_eq!(c[Sometimes::Takeover], 1);
+        assert_eq!(c[Sometimes::LeaseExpiredMidExecute], 1);
+        assert_eq!(c[Sometimes::CrashBetweenEffectAndCompletion], 1);
+        assert_eq!(c[Sometimes::StaleHolderFenced], 1);
+        assert_eq!(c[Sometimes::ReconcilerCompleted], 1);
         assert!(c.missing().contains(&"replay"));
     }
 
@@ -307,12 +298,22 @@ mod tests {
         s.at(NodeId::Server(1), Event::RequestReceived { req: req(1, 1), copy: 2, fingerprint: fp });
         s.answered(req(1, 1), Answer::Replayed, ok("x"));
         let c = Coverage::of(&s.history);
-        assert_eq!(c.duplicate_after_completion, 1);
-        assert_eq!(c.response_lost_after_commit, 1);
-        assert_eq!(c.replay, 1);
+        assert_eq!(c[Sometimes::DuplicateAfterCompletion], 1);
+        assert_eq!(c[Sometimes::ResponseLostAfterCommit], 1);
+        assert_eq!(c[Sometimes::Replay], 1);
         let mut total = Coverage::default();
         total.add(&c);
         total.add(&c);
-        assert_eq!(total.replay, 2);
+        assert_eq!(total[Sometimes::Replay], 2);
+        // The JSON is flat, every counter by name then the outcomes, and
+        // reads back; a counter a report does not have counts zero.
+        let json = serde_json::to_value(&total).unwrap();
+        assert_eq!(json["replay"], 2);
+        assert_eq!(json.as_object().unwrap().len(), Sometimes::COUNT + 4, "{json}");
+        assert_eq!(serde_json::from_value::<Coverage>(json).unwrap(), total);
+        let old: Coverage =
+            serde_json::from_str(r#"{"replay": 3, "operations": 1, "acknowledged": 1, "gave_up": 0, "errors": 0}"#)
+                .unwrap();
+        assert_eq!((old[Sometimes::Replay], old[Sometimes::StoreProbed], old.outcomes.operations), (3, 0, 1));
     }
 }

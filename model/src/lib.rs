@@ -46,6 +46,7 @@ mod record;
 mod reference;
 mod request;
 pub mod retry;
+mod sometimes;
 mod text;
 
 pub use bytes::{hex, Bytes};
@@ -64,4 +65,5 @@ pub use record::{
 pub use reference::RefStore;
 pub use request::{Effects, Request, StoredResponse};
 pub use retry::RetryPolicy;
+pub use sometimes::Sometimes;
 pub use text::Text;

@@ -1,7 +1,7 @@
 //! The built-in scenarios.
 
 use crate::scenario::{Expect, Scenario};
-use idemsim_model::Property;
+use idemsim_model::{Property, Sometimes};
 use idemsim_sim::config::Mix;
 use idemsim_sim::{FaultProfile, FaultSettings, SimConfig, Variant};
 
@@ -39,7 +39,7 @@ fn local_effect() -> Scenario {
                  a crash between the two leaves an order with no completion: the retry creates a second one."
             .into(),
         config,
-        sometimes: ["crash_mid_execution", "takeover"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::CrashMidExecution, Sometimes::Takeover]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::EffectOwnTransaction, Expect::Violates(Property::AtMostOnce)),
@@ -97,7 +97,7 @@ fn expiry_window() -> Scenario {
                  whose lease ran out and a crashed execution loses its recovery point."
             .into(),
         config,
-        sometimes: ["late_replay", "record_swept", "crash_mid_execution"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::LateReplay, Sometimes::RecordSwept, Sometimes::CrashMidExecution]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::SweepWindowShort, Expect::Violates(Property::Expiry)),
@@ -134,7 +134,7 @@ fn retry_storm() -> Scenario {
                  (six sends become two hundred) and the retry discipline is broken."
             .into(),
         config,
-        sometimes: ["retry_budget_exhausted", "replay"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::RetryBudgetExhausted, Sometimes::Replay]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::RetryOn4xx, Expect::Violates(Property::RetryDiscipline)),
@@ -162,7 +162,7 @@ fn outbox() -> Scenario {
                  may never exist."
             .into(),
         config,
-        sometimes: ["message_redelivered", "crash_between_effect_and_completion"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::MessageRedelivered, Sometimes::CrashBetweenEffectAndCompletion]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::PublishBeforeCommit, Expect::Violates(Property::Outbox)),
@@ -208,7 +208,12 @@ fn payment_timeout() -> Scenario {
                  over and charges again: the correct key is a pure function of the request."
             .into(),
         config,
-        sometimes: ["provider_answered_late", "provider_refused", "takeover", "replay"].map(String::from).to_vec(),
+        sometimes: names(&[
+            Sometimes::ProviderAnsweredLate,
+            Sometimes::ProviderRefused,
+            Sometimes::Takeover,
+            Sometimes::Replay,
+        ]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::ReleaseOnProviderTimeout, Expect::Violates(Property::AtMostOnce)),
@@ -247,7 +252,7 @@ fn concurrent_duplicates() -> Scenario {
                  copies execute holding the same fencing token."
             .into(),
         config: mix(|m| m.concurrent_duplicate = 6),
-        sometimes: ["in_flight_rejected", "replay"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::InFlightRejected, Sometimes::Replay]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::CheckThenInsert, Expect::Violates(Property::Fencing)),
@@ -274,7 +279,7 @@ fn crash_after_effect() -> Scenario {
                  charge. Derive that key from the attempt instead and the resume charges twice."
             .into(),
         config,
-        sometimes: ["crash_between_effect_and_completion", "takeover"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::CrashBetweenEffectAndCompletion, Sometimes::Takeover]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::DownstreamKeyFromAttempt, Expect::Violates(Property::AtMostOnce)),
@@ -297,7 +302,7 @@ fn paused_holder() -> Scenario {
                  takeover, or drop the attempt from the completion, and the stale write lands."
             .into(),
         config,
-        sometimes: ["lease_expired_mid_execute", "stale_holder_fenced"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::LeaseExpiredMidExecute, Sometimes::StaleHolderFenced]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::TakeoverWithoutBump, Expect::Violates(Property::Fencing)),
@@ -316,7 +321,7 @@ fn fingerprint_mismatch() -> Scenario {
                  no longer matches, and the answer must be 422, never the old response and never a silent success."
             .into(),
         config: mix(|m| m.mismatch = 4),
-        sometimes: ["mismatch_rejected"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::MismatchRejected]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::FingerprintNotCompared, Expect::Violates(Property::StatusRules)),
@@ -334,7 +339,7 @@ fn validation_retry() -> Scenario {
                  executes. Store it and the key is stuck on the error."
             .into(),
         config: mix(|m| m.invalid_then_fixed = 4),
-        sometimes: ["replay"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::Replay]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::ValidationStored, Expect::Violates(Property::StatusRules)),
@@ -352,7 +357,7 @@ fn tenant_collision() -> Scenario {
                  tenant is handed the other's stored response."
             .into(),
         config: mix(|m| m.tenant_collision = 4),
-        sometimes: ["replay"].map(String::from).to_vec(),
+        sometimes: names(&[Sometimes::Replay]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::KeyNotScoped, Expect::Violates(Property::Isolation)),
@@ -398,23 +403,21 @@ fn default() -> Scenario {
                  saw."
             .into(),
         config: default_config(),
-        sometimes: [
-            "takeover",
-            "lease_expired_mid_execute",
-            "stale_holder_fenced",
-            "duplicate_after_completion",
-            "response_lost_after_commit",
-            "crash_between_effect_and_completion",
-            "replay",
-            "mismatch_rejected",
-            "in_flight_rejected",
-            "reconciler_completed",
-            "crash_mid_execution",
-            "late_replay",
-            "record_swept",
-        ]
-        .map(String::from)
-        .to_vec(),
+        sometimes: names(&[
+            Sometimes::Takeover,
+            Sometimes::LeaseExpiredMidExecute,
+            Sometimes::StaleHolderFenced,
+            Sometimes::DuplicateAfterCompletion,
+            Sometimes::ResponseLostAfterCommit,
+            Sometimes::CrashBetweenEffectAndCompletion,
+            Sometimes::Replay,
+            Sometimes::MismatchRejected,
+            Sometimes::InFlightRejected,
+            Sometimes::ReconcilerCompleted,
+            Sometimes::CrashMidExecution,
+            Sometimes::LateReplay,
+            Sometimes::RecordSwept,
+        ]),
         expect: expect(&[
             (Variant::Correct, Expect::Clean),
             (Variant::CheckThenInsert, Expect::Violates(Property::Fencing)),
@@ -431,4 +434,9 @@ fn default() -> Scenario {
         variants: Default::default(),
         reproduces: None,
     }
+}
+
+/// The names of counters, as a scenario's `sometimes` lists them.
+fn names(counters: &[Sometimes]) -> Vec<String> {
+    counters.iter().map(|s| s.name().to_string()).collect()
 }

@@ -124,8 +124,8 @@ impl Scenario {
         for name in self.expect.keys().chain(self.reproduces.as_ref().map(|r| &r.variant)) {
             self.steps_of(name)?;
         }
-        let counters: Vec<&str> = idemsim_model::Coverage::default().counters().into_iter().map(|(n, _)| n).collect();
-        if let Some(name) = self.sometimes.iter().find(|n| !counters.contains(&n.as_str())) {
+        if let Some(name) = self.sometimes.iter().find(|n| idemsim_model::Sometimes::from_name(n).is_none()) {
+            let counters: Vec<&str> = idemsim_model::Sometimes::ALL.iter().map(|s| s.name()).collect();
             return Err(format!(
                 "sometimes: '{name}' is not a coverage counter; expected one of: {}",
                 counters.join(", ")
