@@ -2,7 +2,7 @@
 
 // A run allocates for every task, message and event; mimalloc makes
 // that about a fifth cheaper than glibc malloc, and asking it for small
-// blocks directly cheaper again (docs/performance.md).
+// blocks directly cheaper again (docs/performance.md, the appendix).
 #[global_allocator]
 static ALLOC: idemsim_cli::allocator::Allocator = idemsim_cli::allocator::Allocator;
 

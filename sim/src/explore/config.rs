@@ -175,7 +175,11 @@ impl Default for ExploreConfig {
 
 impl ExploreConfig {
     /// Checks the bounds: one line naming what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), super::ExploreError> {
+        self.bounds().map_err(super::ExploreError::Config)
+    }
+
+    fn bounds(&self) -> Result<(), String> {
         if self.operations.is_empty() || self.operations.len() > 8 {
             return Err(format!("operations: between 1 and 8 (got {})", self.operations.len()));
         }

@@ -149,7 +149,7 @@ pub struct Explorer {
 impl Explorer {
     /// Checks the configuration.
     pub fn new(config: &ExploreConfig, subject: &Subject) -> Result<Explorer, ExploreError> {
-        config.validate().map_err(ExploreError::Config)?;
+        config.validate()?;
         let explorer = Explorer { config: config.clone(), subject: subject.clone(), protocol_name: String::new() };
         let protocol_name = explorer.protocol().name();
         Ok(Explorer { protocol_name, ..explorer })
