@@ -95,11 +95,11 @@ impl ExploreEnv {
         };
         let mut w = self.shared.world.lock();
         op.each_event(self.origin, &reply, |event| w.record(NodeId::Db, event));
-        let now = w.now.0.saturating_add_signed(self.skew_ms);
+        let now = w.clock(self.skew_ms);
         let swept = match (op, &reply) {
             (StoreOp::Sweep { now, .. }, StoreReply::Swept(swept)) => swept.iter().map(|(s, r)| (s, r, *now)).collect(),
             (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Deleted(Some(record), _)) => {
-                vec![(scope, record, SimTime(now))]
+                vec![(scope, record, now)]
             }
             _ => Vec::new(),
         };
@@ -127,7 +127,7 @@ impl Env for ExploreEnv {
     }
 
     fn now(&self) -> SimTime {
-        SimTime(self.shared.world.lock().now.0.saturating_add_signed(self.skew_ms))
+        self.shared.world.lock().clock(self.skew_ms)
     }
 
     async fn store(&self, op: StoreOp) -> Option<StoreReply> {
@@ -214,7 +214,7 @@ impl Env for ExploreEnv {
                 Proceed::Stop
             }
             Some(FaultKind::Pause) => {
-                let for_ms = self.shared.world.lock().pause_ms;
+                let for_ms = self.shared.world.lock().pause_ms();
                 self.shared.world.lock().fault(node, Fault::Paused { node, for_ms });
                 self.sleep_ms(for_ms).await;
                 self.shared.world.lock().fault(node, Fault::Resumed { node });

@@ -74,35 +74,24 @@ impl Execution {
     }
 }
 
-/// The lease the run's timing follows: the protocol's own (see
-/// `timing::followed_lease_ms`).
-pub(crate) fn followed_lease_ms(config: &ExploreConfig, protocol: &dyn Protocol) -> u64 {
+/// The protocol's settings and the settings the checkers judge by, both
+/// following the subject's own lease (`timing::followed_lease_ms`) as the
+/// simulator's do (`timing::follow`: the retry deadline at least 6 leases,
+/// the retention windows grown as much; `run_meta`), with a client that
+/// waits at least one lease for an answer, so the retry after a lost reply
+/// or a paused holder comes when the record can be taken over. The
+/// checkers get the servers' clock skew and no share of successes to
+/// reach: progress is a property of long runs, and an explored execution
+/// with a fault on purpose owes none.
+fn followed(config: &ExploreConfig, protocol: &dyn Protocol) -> (ProtocolSettings, RunMeta) {
     let sim = crate::SimConfig { protocol: config.protocol.clone(), ..Default::default() };
-    crate::timing::followed_lease_ms(&sim, protocol)
-}
-
-/// The protocol's settings with the durations derived from the lease
-/// following the subject's lease `lease_ms`, as the simulator's
-/// (`timing::follow`: the retry deadline at least 6 leases, the retention
-/// windows grown as much), and a client that waits at least one lease for
-/// an answer, so the retry after a lost reply or a paused holder comes
-/// when the record can be taken over.
-pub(crate) fn followed(config: &ExploreConfig, lease_ms: u64) -> ProtocolSettings {
-    let sim = crate::SimConfig { protocol: config.protocol.clone(), ..Default::default() };
-    let mut settings = crate::timing::follow(&sim, lease_ms).protocol;
-    settings.retry.timeout_ms = settings.retry.timeout_ms.max(lease_ms);
-    settings
-}
-
-/// The settings the checkers judge by: the simulator's (`run_meta`), with
-/// the servers' clock skew, and without a share of successes to reach.
-fn meta(config: &ExploreConfig, settings: &ProtocolSettings, lease_ms: u64) -> RunMeta {
-    let sim = crate::SimConfig { protocol: settings.clone(), ..Default::default() };
+    let lease_ms = crate::timing::followed_lease_ms(&sim, protocol);
+    let mut sim = crate::timing::follow(&sim, lease_ms);
+    sim.protocol.retry.timeout_ms = sim.protocol.retry.timeout_ms.max(lease_ms);
     let skews = (0..config.servers).map(|s| config.skew_of(s));
     let (lo, hi) = skews.fold((0i64, 0i64), |(lo, hi), s| (lo.min(s), hi.max(s)));
-    // Progress is a property of long runs; an explored execution with a
-    // fault on purpose owes no share of successes.
-    RunMeta { progress_min_percent: 0, clock_skew_max_ms: hi.abs_diff(lo), ..sim.run_meta(lease_ms) }
+    let meta = RunMeta { progress_min_percent: 0, clock_skew_max_ms: hi.abs_diff(lo), ..sim.run_meta(lease_ms) };
+    (sim.protocol, meta)
 }
 
 /// Runs one execution of `config` with a fresh store and protocol.
@@ -112,10 +101,8 @@ pub fn execute(
     protocol: Arc<dyn Protocol>,
     chooser: &mut dyn Chooser,
 ) -> Result<Execution, ExploreError> {
-    let lease_ms = followed_lease_ms(config, &*protocol);
-    let settings = followed(config, lease_ms);
-    let history = History { meta: meta(config, &settings, lease_ms), entries: Vec::new() };
-    let world = World::new(config.clone(), history, lease_ms + lease_ms / 2);
+    let (settings, meta) = followed(config, &*protocol);
+    let world = World::new(config.clone(), History { meta, entries: Vec::new() });
     let shared = Arc::new(Shared { world: Mutex::new(world), store, protocol, settings });
     let mut run = Executor {
         shared,

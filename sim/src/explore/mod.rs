@@ -212,8 +212,8 @@ impl Explorer {
         let mut histories = BTreeSet::new();
         let mut prefix: Vec<(u32, u32)> = Vec::new();
         loop {
-            if report.executions >= executions_max || stop() {
-                report.stopped = stop();
+            report.stopped = stop();
+            if report.stopped || report.executions >= executions_max {
                 break;
             }
             let execution = self.execute(&mut search::Dfs { prefix: &prefix, at: 0 })?;

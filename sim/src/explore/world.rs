@@ -129,14 +129,12 @@ pub(crate) struct World {
     pub faults_left: u32,
     /// Faults are off: the run heals.
     pub healing: bool,
-    /// The pause of a holder: one and a half of the followed lease.
-    pub pause_ms: u64,
     /// What went wrong outside the protocol (a store that waited on I/O).
     pub error: Option<String>,
 }
 
 impl World {
-    pub(crate) fn new(config: ExploreConfig, history: History, pause_ms: u64) -> World {
+    pub(crate) fn new(config: ExploreConfig, history: History) -> World {
         let clients = config.operations.len();
         let budget = config.protocol.retry.budget.clone();
         let faults_left = config.fault_budget;
@@ -156,7 +154,6 @@ impl World {
             locks: BTreeMap::new(),
             faults_left,
             healing: false,
-            pause_ms,
             error: None,
         }
     }
@@ -165,6 +162,18 @@ impl World {
     pub(crate) fn record(&mut self, node: NodeId, event: Event) {
         self.history.push(self.now, node, event);
         self.entry_steps.push(self.step);
+    }
+
+    /// How long a paused holder freezes: one and a half of the lease the
+    /// run follows (the protocol's own).
+    pub(crate) fn pause_ms(&self) -> u64 {
+        let lease_ms = self.history.meta.lease_ms;
+        lease_ms + lease_ms / 2
+    }
+
+    /// A server's clock: true time plus its offset.
+    pub(crate) fn clock(&self, skew_ms: i64) -> SimTime {
+        SimTime(self.now.0.saturating_add_signed(skew_ms))
     }
 
     /// Records a fault.
