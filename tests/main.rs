@@ -5,6 +5,7 @@ mod browser;
 mod catalogue;
 mod cli;
 mod conformance;
+mod design;
 mod determinism;
 mod docs;
 mod real_stores;

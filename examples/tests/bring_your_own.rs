@@ -83,7 +83,8 @@ fn the_harness_panics_with_the_story_and_how_to_reproduce_and_remembers_the_seed
     let _ = std::fs::remove_file(&regressions);
     let mut sim = Simulation::scenario("default").unwrap();
     sim.protocol(ReEncodingReplay).seeds(0..200).jobs(2).regressions(&regressions);
-    let message = sim.check_result().unwrap_err();
+    // A finding is `Error::Found`, told in full; other kinds say the check could not run.
+    let Err(idemsim::Error::Found(message)) = sim.check_result() else { panic!("a failure is found") };
     assert!(message.contains("replay-fidelity"), "{message}");
     assert!(message.contains("story:"), "{message}");
     assert!(message.contains("reproduce: IDEMSIM_SEED="), "{message}");
@@ -91,7 +92,7 @@ fn the_harness_panics_with_the_story_and_how_to_reproduce_and_remembers_the_seed
     let seed = remembered.lines().find_map(|l| l.strip_prefix("seed ")).expect("the failing seed is kept");
     // Next time the remembered seed runs first, before any sweep.
     sim.seeds(100_000..100_001);
-    let again = sim.check_result().unwrap_err();
+    let again = sim.check_result().unwrap_err().to_string();
     assert!(again.contains("a seed of the regressions file"), "{again}");
     assert!(again.contains(&format!("seed {}", seed.split_whitespace().next().unwrap())), "{again}");
 }
@@ -100,7 +101,7 @@ fn the_harness_panics_with_the_story_and_how_to_reproduce_and_remembers_the_seed
 fn a_store_that_panics_fails_the_run_naming_the_store_and_the_seed() {
     let mut sim = Simulation::scenario("default").unwrap();
     sim.store("explodes", || Ok(Explodes)).seeds(0..3).jobs(1);
-    let message = sim.check_result().unwrap_err();
+    let message = sim.check_result().unwrap_err().to_string();
     assert!(message.contains("store 'explodes' panicked in claim"), "{message}");
     assert!(message.contains("seed 0"), "{message}");
 }
@@ -109,7 +110,7 @@ fn a_store_that_panics_fails_the_run_naming_the_store_and_the_seed() {
 fn a_store_that_cannot_open_is_one_clear_line() {
     let mut sim = Simulation::scenario("default").unwrap();
     sim.store("closed", || Err::<MemStore, _>(StoreError::Unavailable("no such database".into())));
-    let message = sim.seeds(0..2).check_result().unwrap_err();
+    let message = sim.seeds(0..2).check_result().unwrap_err().to_string();
     assert!(message.contains("store 'closed' could not be opened: store unavailable: no such database"), "{message}");
 }
 

@@ -11,6 +11,7 @@
 //! It works the same under `cargo test` and `cargo nextest run`: nothing
 //! depends on the test runner's threads or output capture.
 
+use crate::error::Error;
 use crate::simulation::Simulation;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -44,8 +45,9 @@ impl Simulation {
         }
     }
 
-    /// [`Simulation::check`] without the panic: `Err` holds the message.
-    pub fn check_result(&self) -> Result<(), String> {
+    /// [`Simulation::check`] without the panic: [`Error::Found`] holds the
+    /// message of a failure; other errors say why the check could not run.
+    pub fn check_result(&self) -> Result<(), Error> {
         let (seeds, from_env) = match seeds_from_env()? {
             Some(seeds) => (seeds, true),
             None => (self.seeds.clone(), false),
@@ -55,45 +57,49 @@ impl Simulation {
         for &seed in &known {
             let outcome = self.replay(seed)?;
             if outcome.failed() {
-                return Err(self.failure_message(seed, &outcome, "a seed of the regressions file"));
+                return Err(Error::Found(self.failure_message(seed, &outcome, "a seed of the regressions file")));
             }
         }
         let mut sim = self.clone();
         sim.seeds(seeds);
         let report = sim.sweep()?;
         if let Some(d) = &report.divergence {
-            return Err(format!(
+            return Err(Error::Found(format!(
                 "idemsim: nondeterminism: seed {} diverged at event #{}\n  first run:  {}\n  second run: {}",
                 d.seed, d.event, d.first, d.second
-            ));
+            )));
         }
         let Some(first) = report.failures.first() else { return Ok(()) };
         self.remember(first.seed)?;
         let outcome = self.replay(first.seed)?;
         let note = format!("{} of {} seeds failed", report.seeds_failed, report.seeds_run);
-        Err(self.failure_message(first.seed, &outcome, &note))
+        Err(Error::Found(self.failure_message(first.seed, &outcome, &note)))
     }
 
     /// The seeds of the regressions file.
-    fn known_failures(&self) -> Result<Vec<u64>, String> {
+    fn known_failures(&self) -> Result<Vec<u64>, Error> {
         let Some(path) = &self.regressions else { return Ok(Vec::new()) };
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("cannot read the regressions file {}: {e}", path.display())),
+            Err(e) => return Err(Error::io("read the regressions file", path, e)),
         };
         text.lines()
             .map(str::trim)
             .filter(|l| l.starts_with("seed "))
             .map(|l| {
                 let number = l["seed ".len()..].split('#').next().unwrap_or_default().trim();
-                number.parse().map_err(|_| format!("{}: '{l}' is not `seed N`", path.display()))
+                number.parse().map_err(|_| Error::Parse {
+                    path: path.clone(),
+                    expected: "a regressions file",
+                    message: format!("'{l}' is not `seed N`"),
+                })
             })
             .collect()
     }
 
     /// Adds a failing seed to the regressions file, once.
-    fn remember(&self, seed: u64) -> Result<(), String> {
+    fn remember(&self, seed: u64) -> Result<(), Error> {
         let Some(path) = &self.regressions else { return Ok(()) };
         if self.known_failures()?.contains(&seed) {
             return Ok(());
@@ -105,7 +111,7 @@ impl Simulation {
         });
         let what = format!("{}/{} on {}", self.scenario.name, self.protocol_name(), self.subject.store_name());
         text.push_str(&format!("seed {seed} # {what}\n"));
-        std::fs::write(path, text).map_err(|e| format!("cannot write the regressions file {}: {e}", path.display()))
+        std::fs::write(path, text).map_err(|e| Error::io("write the regressions file", path, e))
     }
 
     fn failure_message(&self, seed: u64, outcome: &idemsim_sim::RunOutcome, note: &str) -> String {
@@ -130,18 +136,19 @@ impl Simulation {
 }
 
 /// The seeds the environment asks for, if it does.
-fn seeds_from_env() -> Result<Option<Range<u64>>, String> {
+fn seeds_from_env() -> Result<Option<Range<u64>>, Error> {
     seeds_asked(std::env::var(SEED_VAR).ok(), std::env::var(SEEDS_VAR).ok())
 }
 
 /// The seeds `IDEMSIM_SEED` (first) or `IDEMSIM_SEEDS` ask for.
-fn seeds_asked(seed: Option<String>, seeds: Option<String>) -> Result<Option<Range<u64>>, String> {
+fn seeds_asked(seed: Option<String>, seeds: Option<String>) -> Result<Option<Range<u64>>, Error> {
     if let Some(seed) = seed {
-        let seed: u64 = seed.trim().parse().map_err(|_| format!("{SEED_VAR}='{seed}' is not a seed (a number)"))?;
+        let seed: u64 =
+            seed.trim().parse().map_err(|_| Error::Usage(format!("{SEED_VAR}='{seed}' is not a seed (a number)")))?;
         return Ok(Some(seed..seed.saturating_add(1)));
     }
     let Some(range) = seeds else { return Ok(None) };
-    crate::sweep::parse_seeds(&range).map(Some).map_err(|e| format!("{SEEDS_VAR}: {e}"))
+    crate::sweep::parse_seeds(&range).map(Some).map_err(|e| Error::Usage(format!("{SEEDS_VAR}: {e}")))
 }
 
 /// The command that runs this test again on `seed` alone.
@@ -175,10 +182,11 @@ mod tests {
     #[test]
     fn the_environment_picks_one_seed_or_a_range_or_says_what_is_wrong() {
         let s = |v: &str| Some(v.to_string());
-        assert_eq!(seeds_asked(None, None), Ok(None));
-        assert_eq!(seeds_asked(s("17"), s("0..5")), Ok(Some(17..18)));
-        assert_eq!(seeds_asked(None, s("3..9")), Ok(Some(3..9)));
-        assert!(seeds_asked(s("x"), None).unwrap_err().contains("IDEMSIM_SEED='x'"));
-        assert!(seeds_asked(None, s("9..3")).unwrap_err().contains("A..B"));
+        assert_eq!(seeds_asked(None, None).unwrap(), None);
+        assert_eq!(seeds_asked(s("17"), s("0..5")).unwrap(), Some(17..18));
+        assert_eq!(seeds_asked(None, s("3..9")).unwrap(), Some(3..9));
+        let bad = seeds_asked(s("x"), None).unwrap_err();
+        assert!(matches!(&bad, Error::Usage(m) if m.contains("IDEMSIM_SEED='x'")), "{bad:?}");
+        assert!(seeds_asked(None, s("9..3")).unwrap_err().to_string().contains("A..B"));
     }
 }

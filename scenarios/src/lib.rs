@@ -38,6 +38,7 @@ pub use idemsim_sim as sim;
 pub use idemsim_store as store;
 
 pub mod catalogue;
+pub mod error;
 pub mod harness;
 #[cfg(feature = "http")]
 pub mod http;
@@ -57,5 +58,6 @@ pub mod stress;
 pub mod sweep;
 pub mod target;
 
+pub use error::Error;
 pub use scenario::{Expect, Scenario};
 pub use simulation::Simulation;

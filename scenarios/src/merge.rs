@@ -66,12 +66,16 @@ fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
 
 /// Reads, checks and merges the reports; prints the merged one and says
 /// whether it is clean and complete.
-pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<Merged, String> {
+pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<Merged, crate::Error> {
+    use crate::Error;
     let mut reports = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-        let r: Report = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not an `idemsim run --json` report: {e}", f.display()))?;
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, e))?;
+        let r: Report = serde_json::from_str(&text).map_err(|e| Error::Parse {
+            path: f.clone(),
+            expected: "an `idemsim run --json` report",
+            message: e.to_string(),
+        })?;
         reports.push(r);
     }
     let first = &reports[0];
@@ -80,18 +84,20 @@ pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<Me
         let show = |r: &Report| {
             format!("{}/{}/{} (idemsim {})", r.scenario, r.variant, r.store, r.version.as_deref().unwrap_or("?"))
         };
-        return Err(format!(
+        return Err(Error::Mismatch(format!(
             "reports differ: {} and {}; merge only runs of one scenario, variant, store and idemsim version",
             show(first),
             show(other)
-        ));
+        )));
     }
-    let coverage = covered(files, &reports)?;
+    let coverage = covered(files, &reports).map_err(Error::Mismatch)?;
     let mut hashes = BTreeMap::new();
     for r in &reports {
         for (seed, hash) in &r.hashes {
             if hashes.insert(seed.clone(), hash.clone()).is_some_and(|old| old != *hash) {
-                return Err(format!("seed {seed} has two different trace hashes: the runs were not of the same build"));
+                return Err(Error::Mismatch(format!(
+                    "seed {seed} has two different trace hashes: the runs were not of the same build"
+                )));
             }
         }
     }
@@ -132,7 +138,7 @@ pub fn merge(files: &[PathBuf], as_json: bool, out: &mut dyn Write) -> Result<Me
     } else {
         text(&merged, out)
     };
-    written.map_err(|e| e.to_string())?;
+    written.map_err(|e| Error::io("write the merged report to", "the output", e))?;
     let incomplete = (!coverage.complete).then(|| coverage.text.clone());
     Ok(Merged { clean: merged["clean"] == true, incomplete })
 }
@@ -148,8 +154,11 @@ struct Coverage {
 /// Checks that the reports are shards of one sweep (same range and count,
 /// none twice) or disjoint ranges, and says what they cover.
 fn covered(files: &[PathBuf], reports: &[Report]) -> Result<Coverage, String> {
-    let shards: Vec<Option<(u64, u64)>> =
-        reports.iter().map(|r| r.shard.as_deref().map(crate::shard::parse).transpose()).collect::<Result<_, _>>()?;
+    let shards: Vec<Option<(u64, u64)>> = reports
+        .iter()
+        .map(|r| r.shard.as_deref().map(crate::shard::parse).transpose())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     // Every input that did not cover what it was asked: interrupted, or
     // itself an incomplete merge.
     let short: Vec<String> = reports

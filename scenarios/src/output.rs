@@ -37,15 +37,15 @@ impl Drop for Output {
 /// format) and can be written: by creating it now (empty), or, if it
 /// exists, by opening it for writing without changing it. `what` names
 /// the file in errors ("the trace").
-pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, String> {
+pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, crate::Error> {
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     if !ext.as_deref().is_some_and(|e| extensions.contains(&e)) {
         let wanted: Vec<String> = extensions.iter().map(|e| format!(".{e}")).collect();
-        return Err(format!(
+        return Err(crate::Error::Usage(format!(
             "{what} goes to {}, but its name must end in {} (the ending decides the format)",
             path.display(),
             wanted.join(" or ")
-        ));
+        )));
     }
     let existed = path.is_file();
     let mut open = std::fs::OpenOptions::new();
@@ -53,7 +53,7 @@ pub fn prepare(path: &Path, extensions: &[&str], what: &str) -> Result<Output, S
         true => open.append(true),
         false => open.write(true).create_new(true),
     };
-    open.open(path).map_err(|e| format!("cannot write {what} to {}: {}", path.display(), plain(&e)))?;
+    open.open(path).map_err(|e| crate::Error::io(format!("write {what} to"), path, e))?;
     Ok(Output { path: path.to_path_buf(), kept: existed })
 }
 
@@ -70,10 +70,11 @@ mod tests {
     fn the_ending_decides_and_the_directory_must_exist() {
         let dir = std::env::temp_dir().join(format!("idemsim-output-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let yaml = prepare(&dir.join("s.yaml"), &["json", "toml"], "the scenario").unwrap_err();
+        let yaml = prepare(&dir.join("s.yaml"), &["json", "toml"], "the scenario").unwrap_err().to_string();
         assert!(yaml.contains("must end in .json or .toml"), "{yaml}");
         let missing = prepare(Path::new("/nonexistent/s.json"), &["json"], "the scenario").unwrap_err();
-        assert_eq!(missing, "cannot write the scenario to /nonexistent/s.json: No such file or directory");
+        assert!(matches!(missing, crate::Error::Io { .. }), "{missing:?}");
+        assert_eq!(missing.to_string(), "cannot write the scenario to /nonexistent/s.json: No such file or directory");
         let kept = prepare(&dir.join("s.TOML"), &["json", "toml"], "the scenario").unwrap();
         kept.keep();
         assert!(dir.join("s.TOML").exists());

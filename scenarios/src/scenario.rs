@@ -1,6 +1,7 @@
 //! A scenario: a named, taught, serializable simulation setup with the
 //! verdict each protocol variant must get.
 
+use crate::error::Error;
 use idemsim_model::Property;
 use idemsim_sim::{SimConfig, Steps, Variant};
 use serde::{Deserialize, Serialize};
@@ -75,20 +76,22 @@ impl Reproduces {
     /// Refuses a replay of this run on `store` running `protocol` (`None`:
     /// a built-in variant) when the file names another, in one line naming
     /// both. `file` names the file or scenario.
-    pub fn check(&self, file: &str, store: &str, protocol: Option<&str>) -> Result<(), String> {
+    pub fn check(&self, file: &str, store: &str, protocol: Option<&str>) -> Result<(), Error> {
         if let Some(named) = self.store.as_deref().filter(|named| *named != store) {
-            return Err(format!("{file} reproduces a run on store '{named}', but this replay runs store '{store}'"));
+            return Err(Error::Mismatch(format!(
+                "{file} reproduces a run on store '{named}', but this replay runs store '{store}'"
+            )));
         }
         match (self.protocol.as_deref(), protocol) {
             (None, _) => Ok(()),
             (Some(named), Some(own)) if named == own => Ok(()),
-            (Some(named), Some(own)) => {
-                Err(format!("{file} reproduces a run of protocol '{named}', but this replay runs '{own}'"))
-            }
-            (Some(named), None) => Err(format!(
+            (Some(named), Some(own)) => Err(Error::Mismatch(format!(
+                "{file} reproduces a run of protocol '{named}', but this replay runs '{own}'"
+            ))),
+            (Some(named), None) => Err(Error::Mismatch(format!(
                 "{file} reproduces a run of protocol '{named}' (a protocol of your own): replay it from your \
                  program, with Simulation::protocol"
-            )),
+            ))),
         }
     }
 }
@@ -97,15 +100,17 @@ impl Scenario {
     /// Reads a scenario file: TOML if the name ends in `.toml`, else JSON
     /// (as `idemsim explain NAME --json` writes it). Every config field has
     /// a default. Errors name the file and, for syntax, where.
-    pub fn from_file(path: &std::path::Path) -> Result<Scenario, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
         let toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
         let parsed = match toml {
             true => toml::from_str::<Scenario>(&text).map_err(|e| e.to_string().trim_end().replace('\n', " ")),
             false => serde_json::from_str::<Scenario>(&text).map_err(|e| e.to_string()),
         };
-        let scenario = parsed.map_err(|e| format!("{} is not a valid scenario: {e}", path.display()))?;
-        scenario.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        let invalid =
+            |message: String| Error::Parse { path: path.to_path_buf(), expected: "a valid scenario", message };
+        let scenario = parsed.map_err(invalid)?;
+        scenario.check().map_err(|e| invalid(e.to_string()))?;
         Ok(scenario)
     }
 
@@ -116,37 +121,41 @@ impl Scenario {
 
     /// Checks what parsing cannot: a name, a valid config, and variant
     /// names that resolve.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Error> {
         if self.name.trim().is_empty() {
-            return Err("the scenario needs a name".into());
+            return Err(Error::Scenario("the scenario needs a name".into()));
         }
-        self.config.validate().map_err(|e| e.to_string())?;
+        self.config.validate()?;
         for name in self.expect.keys().chain(self.reproduces.as_ref().map(|r| &r.variant)) {
             self.steps_of(name)?;
         }
         if let Some(name) = self.sometimes.iter().find(|n| idemsim_model::Sometimes::from_name(n).is_none()) {
             let counters: Vec<&str> = idemsim_model::Sometimes::ALL.iter().map(|s| s.name()).collect();
-            return Err(format!(
+            return Err(Error::Scenario(format!(
                 "sometimes: '{name}' is not a coverage counter; expected one of: {}",
                 counters.join(", ")
-            ));
+            )));
         }
         if let Some(name) = self.variants.keys().find(|n| Variant::from_name(n).is_some()) {
-            return Err(format!("variant '{name}' is built in; give your own variant another name"));
+            return Err(Error::Scenario(format!("variant '{name}' is built in; give your own variant another name")));
         }
         Ok(())
     }
 
     /// The steps of the variant called `name`: this scenario's own, or a
     /// built-in one.
-    pub fn steps_of(&self, name: &str) -> Result<Steps, String> {
+    pub fn steps_of(&self, name: &str) -> Result<Steps, Error> {
         if let Some(steps) = self.variants.get(name) {
             return Ok(*steps);
         }
         Variant::from_name(name).map(Variant::steps).ok_or_else(|| {
             let mut names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
             names.extend(self.variants.keys().map(String::as_str));
-            format!("unknown variant '{name}'; expected one of: {}", names.join(", "))
+            Error::Unknown {
+                what: "variant",
+                name: name.to_string(),
+                hint: format!("expected one of: {}", names.join(", ")),
+            }
         })
     }
 
@@ -159,7 +168,7 @@ impl Scenario {
     }
 
     /// The scenario's config running the variant called `name`.
-    pub fn config_for(&self, name: &str) -> Result<SimConfig, String> {
+    pub fn config_for(&self, name: &str) -> Result<SimConfig, Error> {
         Ok(SimConfig { steps: self.steps_of(name)?, ..self.config.clone() })
     }
 

@@ -19,6 +19,7 @@
 //! can judge fencing from outside (docs/black-box.md).
 
 use crate::target::StoreTarget;
+use crate::Error;
 use async_trait::async_trait;
 use axum::body::Bytes as BodyBytes;
 use axum::extract::{Path, State};
@@ -108,30 +109,27 @@ struct Ctx {
     consumed: Mutex<BTreeSet<MessageId>>,
 }
 
-/// Why serve could not start.
-pub type ServeError = String;
-
 /// A service started by [`start`]; dropping it stops it.
 pub struct Running {
     /// The address it listens on.
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), ServeError>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), Error>>>,
 }
 
 impl Running {
     /// Stops serving and waits for the service to end.
-    pub fn stop(mut self) -> Result<(), ServeError> {
+    pub fn stop(mut self) -> Result<(), Error> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<(), ServeError> {
+    fn shutdown(&mut self) -> Result<(), Error> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(result)) => result,
-            Some(Err(_)) => Err("the service's thread panicked".into()),
+            Some(Err(_)) => Err(Error::Service("the service's thread panicked".into())),
             None => Ok(()),
         }
     }
@@ -145,47 +143,50 @@ impl Drop for Running {
 
 /// Opens the store, binds and serves on a thread of its own; returns once
 /// it listens (or could not start).
-pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>) -> Result<Running, ServeError> {
+pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>) -> Result<Running, Error> {
+    let usage = |s: String| Err(Error::Usage(s));
     if !spec.listen.ip().is_loopback() {
-        return Err(format!("--listen {} is not a loopback address; idemsim serves on loopback only", spec.listen));
+        return usage(format!("--listen {} is not a loopback address; idemsim serves on loopback only", spec.listen));
     }
     if spec.nodes == 0 || spec.nodes > 64 {
-        return Err(format!("--nodes must be 1..=64, not {}", spec.nodes));
+        return usage(format!("--nodes must be 1..=64, not {}", spec.nodes));
     }
     if spec.lease_ms == 0 || spec.provider_timeout_ms == 0 {
-        return Err("--lease-ms and --provider-timeout-ms must be positive".into());
+        return usage("--lease-ms and --provider-timeout-ms must be positive".into());
     }
     let provider = match &spec.provider {
-        Some(p) => Some(crate::http::loopback_url(p).map_err(|e| format!("--provider: {e}"))?),
+        Some(p) => Some(crate::http::loopback_url(p).map_err(|e| Error::Usage(format!("--provider: {e}")))?),
         None => None,
     };
     let (spec, target) = (spec.clone(), target.clone());
     let (ready_tx, ready) = std::sync::mpsc::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || -> Result<(), ServeError> {
+    let thread = std::thread::spawn(move || -> Result<(), Error> {
+        let service = |what: String| Error::Service(what);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+            .map_err(|e| service(format!("cannot start a runtime: {e}")))?;
         rt.block_on(async move {
             let opened = async {
-                let (store, _) = target.open("idemsim_serve", 16, None).await.map_err(|e| e.to_string())?;
+                let (store, _) = target.open("idemsim_serve", 16, None).await?;
                 let listener = tokio::net::TcpListener::bind(spec.listen)
                     .await
-                    .map_err(|e| format!("cannot listen on {}: {}", spec.listen, crate::output::plain(&e)))?;
+                    .map_err(|e| service(format!("cannot listen on {}: {}", spec.listen, crate::output::plain(&e))))?;
                 let http = reqwest::Client::builder()
                     .timeout(Duration::from_millis(spec.provider_timeout_ms))
                     .no_proxy()
                     .build()
-                    .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-                Ok::<_, ServeError>((store, listener, http))
+                    .map_err(|e| service(format!("cannot build an HTTP client: {e}")))?;
+                Ok::<_, Error>((store, listener, http))
             };
             let (store, listener, http) = match opened.await {
                 Ok(o) => o,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.clone()));
-                    return Err(e);
+                    // Said once, to the caller of `start`.
+                    let _ = ready_tx.send(Err(e));
+                    return Ok(());
                 }
             };
             let ctx = Arc::new(Ctx {
@@ -220,14 +221,14 @@ pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>
                 .route("/health", axum::routing::get(|| async { "ok" }))
                 .fallback(handle)
                 .with_state(ctx);
-            let _ = ready_tx.send(listener.local_addr().map_err(|e| e.to_string()));
+            let _ = ready_tx.send(listener.local_addr().map_err(|e| service(format!("cannot listen: {e}"))));
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })
                 .await;
             reconciler.abort();
-            served.map_err(|e| format!("serving failed: {e}"))
+            served.map_err(|e| service(format!("serving failed: {e}")))
         })
     });
     match ready.recv() {
@@ -237,8 +238,8 @@ pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>
             Err(e)
         }
         Err(_) => Err(thread.join().map_or_else(
-            |_| "the service's thread panicked".into(),
-            |r| r.err().unwrap_or_else(|| "the service ended before it listened".into()),
+            |_| Error::Service("the service's thread panicked".into()),
+            |r| r.err().unwrap_or_else(|| Error::Service("the service ended before it listened".into())),
         )),
     }
 }
@@ -250,7 +251,7 @@ pub fn serve(
     target: &StoreTarget,
     protocol: Arc<dyn Protocol>,
     announce: &mut dyn std::io::Write,
-) -> Result<(), ServeError> {
+) -> Result<(), Error> {
     let name = protocol.name();
     let running = start(spec, target, protocol)?;
     let _ = writeln!(

@@ -4,8 +4,8 @@
 //! and a Slurm array, with the merge step).
 
 /// Parses `K/N` with `1 <= K <= N`.
-pub fn parse(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("'{s}' is not a shard; expected K/N with 1 <= K <= N (e.g. 2/8), or env");
+pub fn parse(s: &str) -> Result<(u64, u64), crate::Error> {
+    let bad = || crate::Error::Usage(format!("'{s}' is not a shard; expected K/N with 1 <= K <= N (e.g. 2/8), or env"));
     let (k, n) = s.split_once('/').ok_or_else(bad)?;
     let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
     if k == 0 || n == 0 || k > n {
@@ -18,8 +18,8 @@ pub fn parse(s: &str) -> Result<(u64, u64), String> {
 /// (`JOB_COMPLETION_INDEX`, 0-based, with `IDEMSIM_SHARD_COUNT` set to
 /// its `completions`) or a Slurm array (`SLURM_ARRAY_TASK_ID` from
 /// `SLURM_ARRAY_TASK_MIN`, `SLURM_ARRAY_TASK_COUNT` tasks).
-pub fn from_env() -> Result<(u64, u64), String> {
-    from_vars(&|name| std::env::var(name).ok())
+pub fn from_env() -> Result<(u64, u64), crate::Error> {
+    from_vars(&|name| std::env::var(name).ok()).map_err(crate::Error::Usage)
 }
 
 fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), String> {
@@ -64,7 +64,7 @@ mod tests {
         assert!(from_vars(&env(&[])).unwrap_err().contains("--shard env needs"));
         let past = [("JOB_COMPLETION_INDEX", "8"), ("IDEMSIM_SHARD_COUNT", "8")];
         assert!(from_vars(&env(&past)).unwrap_err().contains("not below"));
-        assert_eq!(parse("2/8"), Ok((2, 8)));
+        assert_eq!(parse("2/8").unwrap(), (2, 8));
         assert!(parse("9/8").is_err() && parse("0/8").is_err() && parse("x").is_err());
     }
 }

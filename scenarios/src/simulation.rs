@@ -16,6 +16,7 @@
 //! assert_eq!(report.seeds_failed, 0);
 //! ```
 
+use crate::error::Error;
 use crate::scenario::Scenario;
 use crate::shrink::{shrink, ShrinkSpec, Shrunk};
 use crate::sweep::{sweep, SweepReport, SweepSpec};
@@ -55,16 +56,18 @@ impl Simulation {
     }
 
     /// A simulation of the catalogue's scenario `name` (`idemsim list`).
-    pub fn scenario(name: &str) -> Result<Simulation, String> {
-        crate::catalogue::find(name)
-            .map(Simulation::new)
-            .ok_or_else(|| format!("unknown scenario '{name}'; `idemsim list` shows the scenarios"))
+    pub fn scenario(name: &str) -> Result<Simulation, Error> {
+        crate::catalogue::find(name).map(Simulation::new).ok_or_else(|| Error::Unknown {
+            what: "scenario",
+            name: name.to_string(),
+            hint: "`idemsim list` shows the scenarios".into(),
+        })
     }
 
     /// A simulation of a scenario file (JSON, or TOML if it ends in
     /// `.toml`), such as one `shrink` wrote. A shrunk file's seed is the
     /// one [`Simulation::reproduced_seed`] gives.
-    pub fn file(path: &Path) -> Result<Simulation, String> {
+    pub fn file(path: &Path) -> Result<Simulation, Error> {
         Scenario::from_file(path).map(Simulation::new)
     }
 
@@ -150,7 +153,7 @@ impl Simulation {
     /// Runs the scenario's variant `name` (a built-in one, or one of the
     /// scenario's own); ignored once a [`protocol`](Simulation::protocol)
     /// is set.
-    pub fn variant(&mut self, name: &str) -> Result<&mut Simulation, String> {
+    pub fn variant(&mut self, name: &str) -> Result<&mut Simulation, Error> {
         self.scenario.steps_of(name)?;
         self.variant = name.to_string();
         Ok(self)
@@ -175,7 +178,7 @@ impl Simulation {
     }
 
     /// The config a run uses: the scenario's, with the variant's steps.
-    pub fn run_config(&self) -> Result<SimConfig, String> {
+    pub fn run_config(&self) -> Result<SimConfig, Error> {
         self.scenario.config_for(&self.variant)
     }
 
@@ -203,7 +206,7 @@ impl Simulation {
     }
 
     /// Sweeps the seeds.
-    pub fn sweep(&self) -> Result<SweepReport, String> {
+    pub fn sweep(&self) -> Result<SweepReport, Error> {
         self.check_file_protocol()?;
         let spec = SweepSpec {
             config: self.run_config()?,
@@ -214,18 +217,18 @@ impl Simulation {
             record_hashes: self.seeds.end.saturating_sub(self.seeds.start) <= 100_000,
             shard: None,
         };
-        sweep(&spec, &|_| {}).map_err(|e| e.to_string())
+        Ok(sweep(&spec, &|_| {})?)
     }
 
     /// Runs one seed and judges it.
-    pub fn replay(&self, seed: u64) -> Result<RunOutcome, String> {
+    pub fn replay(&self, seed: u64) -> Result<RunOutcome, Error> {
         self.check_file_protocol()?;
-        idemsim_sim::run_seed(&self.run_config()?, &self.subject, seed).map_err(|e| e.to_string())
+        Ok(idemsim_sim::run_seed(&self.run_config()?, &self.subject, seed)?)
     }
 
     /// Shrinks a failing seed to a minimal scenario (write it with
     /// [`Shrunk::write`], replay it with [`Simulation::file`]).
-    pub fn shrink(&self, seed: u64) -> Result<Shrunk, String> {
+    pub fn shrink(&self, seed: u64) -> Result<Shrunk, Error> {
         self.check_file_protocol()?;
         let spec = ShrinkSpec {
             scenario: &self.scenario,
@@ -263,7 +266,7 @@ impl Simulation {
 
     /// A shrunk file names the store, and any user protocol, it was shrunk
     /// with; replaying it with others would reproduce nothing.
-    fn check_file_protocol(&self) -> Result<(), String> {
+    fn check_file_protocol(&self) -> Result<(), Error> {
         let Some(reproduces) = &self.scenario.reproduces else { return Ok(()) };
         let own = self.subject.has_own_protocol().then(|| self.protocol_name());
         reproduces.check(&self.scenario.name, self.subject.store_name(), own.as_deref())
@@ -273,12 +276,12 @@ impl Simulation {
 impl Shrunk {
     /// Writes the minimal scenario: TOML if `path` ends in `.toml`, else
     /// JSON.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), Error> {
         let toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
         let text = match toml {
             true => self.scenario.to_toml(),
             false => format!("{}\n", serde_json::to_string_pretty(&self.scenario).expect("a scenario serializes")),
         };
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        std::fs::write(path, text).map_err(|e| Error::io("write", path, e))
     }
 }

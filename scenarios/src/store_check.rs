@@ -420,7 +420,7 @@ impl StoreCheck {
         let protocol = sim.protocol_name();
         let report = match sim.sweep() {
             Ok(report) => report,
-            Err(e) => return self.not_run(Part::Simulation, &e),
+            Err(e) => return self.not_run(Part::Simulation, &e.to_string()),
         };
         let what = format!(
             "{} of `{scenario}` ({protocol}): {} failed",
@@ -444,7 +444,7 @@ impl StoreCheck {
         };
         let detail = match sim.replay(first.seed) {
             Ok(outcome) => sim.story(&outcome).unwrap_or_default(),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         let properties: Vec<String> = first.violations.iter().map(|v| v.property.name().to_string()).collect();
         let code =

@@ -27,8 +27,8 @@ pub fn stopped() -> bool {
 pub const FAILURES_KEPT: usize = 20;
 
 /// Parses a seed range `A..B` (B excluded, A < B).
-pub fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
-    let bad = || format!("'{s}' is not a seed range; expected A..B with A < B, e.g. 0..2000");
+pub fn parse_seeds(s: &str) -> Result<Range<u64>, crate::Error> {
+    let bad = || crate::Error::Usage(format!("'{s}' is not a seed range; expected A..B with A < B, e.g. 0..2000"));
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
     let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
     if a >= b {
@@ -281,7 +281,7 @@ mod tests {
     fn seed_ranges_parse_or_explain() {
         assert_eq!(parse_seeds("0..2000").unwrap(), 0..2000);
         for bad in ["5..5", "9..1", "a..b", "12", "..3", "-1..4"] {
-            assert!(parse_seeds(bad).unwrap_err().contains("A..B"), "{bad}");
+            assert!(parse_seeds(bad).unwrap_err().to_string().contains("A..B"), "{bad}");
         }
     }
 }

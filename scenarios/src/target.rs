@@ -31,12 +31,12 @@ impl StoreTarget {
     /// Parses `mem`, `sqlite`, `pg`, `mysql` or `redis`; `url` overrides
     /// the `IDEMSIM_PG_URL` / `IDEMSIM_MYSQL_URL` / `IDEMSIM_REDIS_URL`
     /// settings.
-    pub fn parse(name: &str, url: Option<&str>) -> Result<StoreTarget, String> {
+    pub fn parse(name: &str, url: Option<&str>) -> Result<StoreTarget, crate::Error> {
         let env = |var: &str, default: &str| {
             url.map(str::to_string).or_else(|| std::env::var(var).ok()).unwrap_or(default.into())
         };
         if let ("mem" | "sqlite", Some(_)) = (name, url) {
-            return Err(format!("--url applies to the pg, mysql and redis stores, not to {name}"));
+            return Err(crate::Error::Usage(format!("--url applies to the pg, mysql and redis stores, not to {name}")));
         }
         let target = match name {
             "mem" => StoreTarget::Mem,
@@ -44,11 +44,17 @@ impl StoreTarget {
             "pg" => StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")),
             "mysql" => StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")),
             "redis" => StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379")),
-            other => return Err(format!("unknown store '{other}'; expected mem, sqlite, pg, mysql or redis")),
+            other => {
+                return Err(crate::Error::Unknown {
+                    what: "store",
+                    name: other.to_string(),
+                    hint: "expected mem, sqlite, pg, mysql or redis".into(),
+                })
+            }
         };
         match target.built() {
             true => Ok(target),
-            false => Err(not_built(name)),
+            false => Err(crate::Error::Usage(not_built(name))),
         }
     }
 

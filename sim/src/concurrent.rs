@@ -20,7 +20,7 @@
 //! ```
 
 use crate::rng::{child_seed, stream, Stream};
-use crate::Subject;
+use crate::{RunError, Subject};
 use idemsim_model::linearizability::{check, shrink, Operation, Verdict, Witness};
 use idemsim_model::SimTime;
 use idemsim_store::plan::{apply, Plan};
@@ -97,13 +97,13 @@ impl ConcurrentSim {
 
     /// Runs `seed` on a fresh OS thread (nothing thread-local leaks between
     /// seeds) on `subject`'s store, and judges the history.
-    pub fn run_seed(&self, seed: u64, subject: &Subject) -> Result<SimulatedHistory, String> {
+    pub fn run_seed(&self, seed: u64, subject: &Subject) -> Result<SimulatedHistory, RunError> {
         let (sim, subject) = (self.clone(), subject.clone());
         let worker = std::thread::Builder::new()
             .name(format!("seed-{seed}"))
             .spawn(move || sim.run_here(seed, &subject))
-            .map_err(|e| format!("cannot start a simulation thread: {e}"))?;
-        worker.join().unwrap_or_else(|_| Err(format!("seed {seed}: the simulation thread died")))
+            .map_err(|e| RunError::Thread(e.to_string()))?;
+        worker.join().unwrap_or_else(|_| Err(RunError::Panicked(format!("seed {seed}: the simulation thread died"))))
     }
 
     /// Runs `seeds` on `jobs` worker threads (each seed on a thread of its
@@ -142,7 +142,7 @@ impl ConcurrentSim {
     }
 
     /// One seed on the calling thread.
-    fn run_here(&self, seed: u64, subject: &Subject) -> Result<SimulatedHistory, String> {
+    fn run_here(&self, seed: u64, subject: &Subject) -> Result<SimulatedHistory, RunError> {
         let store = subject.open()?;
         let mut rt = madsim::runtime::Runtime::with_seed_and_config(
             child_seed(seed, Stream::Scheduler),
@@ -151,7 +151,11 @@ impl ConcurrentSim {
         rt.set_time_limit(TIME_LIMIT);
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(self.callers_run(seed, store))));
         let history = run.map_err(|panic| {
-            format!("seed {seed}: store '{}' panicked: {}", subject.store_name(), idemsim_store::panic_message(&*panic))
+            RunError::Store(format!(
+                "seed {seed}: store '{}' panicked: {}",
+                subject.store_name(),
+                idemsim_store::panic_message(&*panic)
+            ))
         })?;
         Ok(self.judge(seed, history))
     }
@@ -359,7 +363,7 @@ pub struct ConcurrentSweep {
     /// Seeds the search gave up on (its budget ran out).
     pub unknown: Vec<u64>,
     /// Seeds that could not run, and why.
-    pub errors: Vec<(u64, String)>,
+    pub errors: Vec<(u64, RunError)>,
     /// Operations in all, and those whose answer was lost.
     pub operations: usize,
     /// Operations whose answer was lost.
@@ -367,7 +371,7 @@ pub struct ConcurrentSweep {
 }
 
 impl ConcurrentSweep {
-    fn of(results: BTreeMap<u64, Result<SimulatedHistory, String>>) -> ConcurrentSweep {
+    fn of(results: BTreeMap<u64, Result<SimulatedHistory, RunError>>) -> ConcurrentSweep {
         let mut sweep = ConcurrentSweep {
             hashes: BTreeMap::new(),
             failures: Vec::new(),

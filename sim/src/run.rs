@@ -34,6 +34,9 @@ pub enum RunError {
     /// (it panicked, returned an error, or never answered).
     #[error("{0}")]
     Store(String),
+    /// The operating system would not start a thread for the run.
+    #[error("cannot start a simulation thread: {0}")]
+    Thread(String),
 }
 
 /// Everything one seed produced.
@@ -75,16 +78,20 @@ impl RunOutcome {
 }
 
 /// Runs one seed on a fresh OS thread (so nothing thread-local leaks
-/// between seeds), and judges it. `subject` is a [`StoreKind`] or a
+/// between seeds), and judges it; if the system will not start one, on
+/// the calling thread, as [`run_seed_here`] (the outcome is the same). `subject` is a [`StoreKind`] or a
 /// [`Subject`] (a store of one's own, and optionally a protocol).
 pub fn run_seed(config: &SimConfig, subject: impl Into<Subject>, seed: u64) -> Result<RunOutcome, ConfigError> {
     config.validate()?;
     let (config, subject) = (Arc::new(config.clone()), subject.into());
+    let on_thread = (config.clone(), subject.clone());
     let worker = std::thread::Builder::new()
         .name(format!("seed-{seed}"))
-        .spawn(move || run_here(config, &subject, seed))
-        .map_err(|e| ConfigError(format!("cannot start a simulation thread: {e}")))?;
-    Ok(worker.join().unwrap_or_else(|panic| panicked(seed, &*panic)))
+        .spawn(move || run_here(on_thread.0, &on_thread.1, seed));
+    match worker {
+        Ok(worker) => Ok(worker.join().unwrap_or_else(|panic| panicked(seed, &*panic))),
+        Err(_) => run_seed_here(&config, subject, seed),
+    }
 }
 
 /// Runs one seed on the calling thread and judges it: [`run_seed`] without
@@ -176,7 +183,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     let store = match subject.open() {
         Ok(store) => store,
         Err(why) => {
-            outcome.error = Some(RunError::Store(why));
+            outcome.error = Some(why);
             return outcome;
         }
     };

@@ -128,15 +128,15 @@ impl Subject {
         }
     }
 
-    pub(crate) fn open(&self) -> Result<Arc<dyn IdempotencyStore>, String> {
+    pub(crate) fn open(&self) -> Result<Arc<dyn IdempotencyStore>, crate::RunError> {
         match std::panic::catch_unwind(AssertUnwindSafe(|| (self.open)())) {
             Ok(Ok(store)) => Ok(store),
-            Ok(Err(e)) => Err(format!("store '{}' could not be opened: {e}", self.store_name)),
-            Err(panic) => Err(format!(
+            Ok(Err(e)) => Err(crate::RunError::Store(format!("store '{}' could not be opened: {e}", self.store_name))),
+            Err(panic) => Err(crate::RunError::Store(format!(
                 "store '{}' panicked while opening: {}",
                 self.store_name,
                 idemsim_store::panic_message(&*panic)
-            )),
+            ))),
         }
     }
 }

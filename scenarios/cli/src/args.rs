@@ -48,7 +48,7 @@ pub fn parse_shard(s: &str) -> Result<Shard, String> {
     if s == "env" {
         return Ok(Shard::Env);
     }
-    idemsim::shard::parse(s).map(|(k, n)| Shard::Given(k, n))
+    idemsim::shard::parse(s).map(|(k, n)| Shard::Given(k, n)).line()
 }
 
 pub fn parse_flaw(s: &str) -> Result<idemsim_store::StoreFlaw, String> {
@@ -74,7 +74,7 @@ pub fn scenario(name: &str) -> Result<Scenario, String> {
 
 pub fn target_scenario(target: &Target) -> Result<Scenario, String> {
     match &target.file {
-        Some(path) => Scenario::from_file(path),
+        Some(path) => Scenario::from_file(path).line(),
         None => scenario(&target.scenario),
     }
 }
@@ -84,7 +84,7 @@ pub fn target_scenario(target: &Target) -> Result<Scenario, String> {
 pub fn variant_of(target: &Target, scenario: &Scenario) -> Result<String, String> {
     let from_file = scenario.reproduces.as_ref().map(|r| r.variant.clone());
     let name = target.variant.clone().or(from_file).unwrap_or_else(|| "correct".into());
-    scenario.steps_of(&name)?;
+    scenario.steps_of(&name).line()?;
     Ok(name)
 }
 
@@ -99,7 +99,7 @@ pub fn subject_of(target: &Target, scenario: &Scenario) -> Result<Subject, Strin
     let file = target.file.as_ref().map_or_else(|| scenario.name.clone(), |p| p.display().to_string());
     let named = reproduces.store.as_deref().and_then(StoreKind::from_name);
     let store = target.store.or(named).unwrap_or(StoreKind::Mem);
-    reproduces.check(&file, store.name(), None)?;
+    reproduces.check(&file, store.name(), None).line()?;
     Ok(store.into())
 }
 
@@ -114,3 +114,16 @@ pub fn exit_code(report: &SweepReport) -> i32 {
 /// The most requests a stress run may make: its history is judged whole,
 /// so it is kept in memory (about 10 events a request).
 pub const MAX_REQUESTS: usize = 1_000_000;
+
+/// The command line's errors are lines: a library error becomes its
+/// one-line `Display` here, at the edge, and nowhere in the library.
+pub trait OneLine<T> {
+    /// The error as its line.
+    fn line(self) -> Result<T, String>;
+}
+
+impl<T, E: std::fmt::Display> OneLine<T> for Result<T, E> {
+    fn line(self) -> Result<T, String> {
+        self.map_err(|e| e.to_string())
+    }
+}

@@ -115,22 +115,27 @@ impl Default for HttpConfig {
 
 impl HttpConfig {
     /// Reads a TOML (by extension) or JSON file.
-    pub fn from_file(path: &std::path::Path) -> Result<HttpConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {}", path.display(), crate::output::plain(&e)))?;
+    pub fn from_file(path: &std::path::Path) -> Result<HttpConfig, crate::Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io("read", path, e))?;
         let toml = path.extension().is_some_and(|e| e == "toml");
         let parsed = match toml {
             true => toml::from_str(&text).map_err(|e| e.message().to_string()),
             false => serde_json::from_str(&text).map_err(|e| e.to_string()),
         };
-        let config: HttpConfig =
-            parsed.map_err(|e| format!("{}: {}", path.display(), e.lines().next().unwrap_or("")))?;
-        config.validate().map_err(|e| format!("{}: {e}", path.display()))?;
+        let invalid =
+            |message: String| crate::Error::Parse { path: path.to_path_buf(), expected: "an HTTP config", message };
+        let config: HttpConfig = parsed.map_err(|e| invalid(e.lines().next().unwrap_or("").to_string()))?;
+        config.problem().map_err(invalid)?;
         Ok(config)
     }
 
     /// Checks what the attacks rely on.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        self.problem().map_err(crate::Error::Usage)
+    }
+
+    /// The first thing the attacks rely on that this config lacks.
+    fn problem(&self) -> Result<(), String> {
         if self.endpoints.is_empty() {
             return Err("at least one endpoint is needed".into());
         }
@@ -224,13 +229,13 @@ mod tests {
         assert_eq!((c.tenants.len(), c.endpoints[0].path.as_str(), c.endpoints[0].charges), (1, "/pay", true));
         let bad = dir.join("b.json");
         std::fs::write(&bad, r#"{"endpoint": []}"#).unwrap();
-        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("unknown field"));
+        assert!(HttpConfig::from_file(&bad).unwrap_err().to_string().contains("unknown field"));
         std::fs::write(&bad, r#"{"endpoints": [{"path": "pay"}]}"#).unwrap();
-        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("must start with /"));
+        assert!(HttpConfig::from_file(&bad).unwrap_err().to_string().contains("must start with /"));
         std::fs::write(&bad, r#"{"preflight": "GET health"}"#).unwrap();
-        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("METHOD /path"));
+        assert!(HttpConfig::from_file(&bad).unwrap_err().to_string().contains("METHOD /path"));
         std::fs::write(&bad, r#"{"tenant_values": {"initech": "session=1"}}"#).unwrap();
-        assert!(HttpConfig::from_file(&bad).unwrap_err().contains("not in tenants"));
+        assert!(HttpConfig::from_file(&bad).unwrap_err().to_string().contains("not in tenants"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -128,12 +128,12 @@ impl Target {
 
 /// A loopback `IP:port`, with `localhost` taken as 127.0.0.1 (as a URL's
 /// host is); `what` names the flag or field in the error.
-pub fn loopback_addr(what: &str, text: &str) -> Result<std::net::SocketAddr, String> {
+pub fn loopback_addr(what: &str, text: &str) -> Result<std::net::SocketAddr, crate::Error> {
     let resolved = match text.strip_prefix("localhost:") {
         Some(port) => format!("127.0.0.1:{port}"),
         None => text.to_string(),
     };
-    resolved.parse().map_err(|_| format!("{what} {text:?} is not an IP:port (or localhost:port)"))
+    resolved.parse().map_err(|_| crate::Error::Usage(format!("{what} {text:?} is not an IP:port (or localhost:port)")))
 }
 
 /// What a run found.
@@ -170,7 +170,11 @@ pub struct HttpReport {
 
 /// Checks that `url` is plain HTTP on loopback; returns it without a
 /// trailing slash.
-pub fn loopback_url(url: &str) -> Result<String, String> {
+pub fn loopback_url(url: &str) -> Result<String, crate::Error> {
+    loopback(url).map_err(crate::Error::Usage)
+}
+
+fn loopback(url: &str) -> Result<String, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("{url:?} is not a URL ({e})"))?;
     match parsed.scheme() {
         "http" => {}
@@ -213,11 +217,19 @@ pub fn describe_error(e: &reqwest::Error) -> String {
 }
 
 /// Runs the attack against `spec.config.target`.
-pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
+pub fn run(spec: &HttpSpec) -> Result<HttpReport, crate::Error> {
     let config = &spec.config;
     config.validate()?;
-    let target_url = config.target.as_deref().ok_or("no target: give --target URL (or `target` in the config)")?;
-    let base = loopback_url(target_url).map_err(|e| format!("--target: {e}"))?;
+    check(spec).map_err(crate::Error::Usage)?;
+    let target_url = config.target.as_deref().expect("checked");
+    let base = loopback_url(target_url).expect("checked");
+    start(spec, base)
+}
+
+/// The settings' bounds, in the words of the flags.
+fn check(spec: &HttpSpec) -> Result<(), String> {
+    let target_url = spec.config.target.as_deref().ok_or("no target: give --target URL (or `target` in the config)")?;
+    loopback(target_url).map_err(|e| format!("--target: {e}"))?;
     if spec.ops == 0 || spec.ops > 100_000 {
         return Err(format!("--requests must be between 1 and 100000, not {}", spec.ops));
     }
@@ -236,13 +248,19 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
             spec.max_secs, spec.deadline_ms
         ));
     }
+    Ok(())
+}
+
+/// Runs the checked `spec` against `base`.
+fn start(spec: &HttpSpec, base: String) -> Result<HttpReport, crate::Error> {
+    let config = &spec.config;
     let tag = spec.tag.clone().unwrap_or_else(run_tag);
     let plan = workload::plan(config, spec.seed, spec.ops, &tag, spec.slow_ms);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        .map_err(|e| crate::Error::Service(format!("cannot start a runtime: {e}")))?;
     let rec = Arc::new(Recorder::new());
     let http = reqwest::Client::builder()
         .timeout(Duration::from_millis(spec.timeout_ms))
@@ -251,7 +269,7 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .build()
-        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+        .map_err(|e| crate::Error::Service(format!("cannot build an HTTP client: {e}")))?;
     let target = Arc::new(Target {
         base: base.clone(),
         http,
@@ -266,8 +284,8 @@ pub fn run(spec: &HttpSpec) -> Result<HttpReport, String> {
         let provider = provider::Provider::new(rec.clone(), plan.provider.clone(), charge_prefix.clone());
         let provider = provider.start(&config.provider_listen).await?;
         let outcome = async {
-            preflight(&target, config).await?;
-            Ok::<_, String>(drive(spec, &target, &rec, plan.groups).await)
+            preflight(&target, config).await.map_err(crate::Error::Service)?;
+            Ok::<_, crate::Error>(drive(spec, &target, &rec, plan.groups).await)
         }
         .await;
         let stopped = match outcome {

@@ -43,14 +43,14 @@ impl Provider {
     }
 
     /// Binds `listen` and serves until the returned handle is aborted.
-    pub async fn start(self, listen: &str) -> Result<tokio::task::JoinHandle<()>, String> {
+    pub async fn start(self, listen: &str) -> Result<tokio::task::JoinHandle<()>, crate::Error> {
         let addr = super::loopback_addr("provider address", listen)?;
         if !addr.ip().is_loopback() {
-            return Err(format!("provider address {listen} is not on loopback"));
+            return Err(crate::Error::Usage(format!("provider address {listen} is not on loopback")));
         }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("the provider cannot listen on {listen}: {}", crate::output::plain(&e)))?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            crate::Error::Service(format!("the provider cannot listen on {listen}: {}", crate::output::plain(&e)))
+        })?;
         let app = axum::Router::new()
             .route("/charges", axum::routing::post(charge))
             .route("/", axum::routing::post(charge))

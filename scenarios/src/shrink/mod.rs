@@ -93,20 +93,18 @@ pub struct Shrunk {
 }
 
 /// Shrinks `spec.seed`, which must fail.
-pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
+pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, crate::Error> {
+    let not_shrinkable = |why: String| crate::Error::NotShrinkable { seed: spec.seed, why };
     // What the run really ran: the timing follows the subject's lease, and
     // the file must say so, since the explicit schedule was drawn under it.
     let config = followed(&spec.scenario.config_for(spec.variant)?, &spec.subject);
-    let first = run_seed(&config, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
+    let first = run_seed(&config, &spec.subject, spec.seed)?;
     let wanted = first.violations.iter().find(|v| Some(v.property) == spec.property);
     let Some(target) = wanted.or(first.violations.first()) else {
-        return Err(match &first.error {
-            Some(e) => format!("seed {} ends in a run error, not a violation, and cannot be shrunk: {e}", spec.seed),
-            None => format!(
-                "seed {} does not fail in {}/{}: nothing to shrink",
-                spec.seed, spec.scenario.name, spec.variant
-            ),
-        });
+        return Err(not_shrinkable(match &first.error {
+            Some(e) => format!("ends in a run error, not a violation, and cannot be shrunk: {e}"),
+            None => format!("does not fail in {}/{}: nothing to shrink", spec.scenario.name, spec.variant),
+        }));
     };
     let (profile, faults, mut operations) = draws(&config, &spec.subject, spec.seed);
     pin_servers(&mut operations, &first);
@@ -128,13 +126,12 @@ pub fn shrink(spec: &ShrinkSpec<'_>) -> Result<Shrunk, String> {
     };
     let before = size(&explicit, &first, property);
     if !s.fails(&explicit) {
-        return Err(format!(
-            "seed {}: the explicit schedule does not reproduce the failure (a bug in idemsim)",
-            spec.seed
+        return Err(not_shrinkable(
+            "does not fail again from its explicit schedule (a bug in idemsim: please report it)".into(),
         ));
     }
     let shrunk = s.minimise(explicit);
-    let outcome = run_seed(&shrunk, &spec.subject, spec.seed).map_err(|e| e.to_string())?;
+    let outcome = run_seed(&shrunk, &spec.subject, spec.seed)?;
     let after = size(&shrunk, &outcome, property);
     let scenario = minimal_scenario(spec, shrunk, property);
     Ok(Shrunk { scenario, property, before, after, runs: s.runs, outcome })

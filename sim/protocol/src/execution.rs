@@ -58,13 +58,24 @@ fn plain_amount(body: &[u8]) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
+/// Why a request is refused before execution begins.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    /// The body carries no integer `amount`.
+    #[error("amount is required")]
+    AmountMissing,
+    /// The amount is zero or negative.
+    #[error("amount must be positive, got {0}")]
+    AmountNotPositive(i64),
+}
+
 /// Validation before execution begins: the body must carry a positive
 /// integer `amount`. A failure is answered 400 and not stored.
-pub fn validate(request: &Request) -> Result<(), String> {
+pub fn validate(request: &Request) -> Result<(), Invalid> {
     match amount_of(request) {
         Some(a) if a > 0 => Ok(()),
-        Some(a) => Err(format!("amount must be positive, got {a}")),
-        None => Err("amount is required".to_string()),
+        Some(a) => Err(Invalid::AmountNotPositive(a)),
+        None => Err(Invalid::AmountMissing),
     }
 }
 
@@ -301,8 +312,8 @@ mod tests {
     #[test]
     fn validation_needs_a_positive_amount() {
         assert!(validate(&request("/orders", r#"{"amount":5}"#)).is_ok());
-        assert!(validate(&request("/orders", r#"{"amount":-5}"#)).unwrap_err().contains("positive"));
-        assert!(validate(&request("/orders", "nope")).is_err());
+        assert_eq!(validate(&request("/orders", r#"{"amount":-5}"#)), Err(Invalid::AmountNotPositive(-5)));
+        assert_eq!(validate(&request("/orders", "nope")), Err(Invalid::AmountMissing));
     }
 
     #[test]

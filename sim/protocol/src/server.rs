@@ -98,7 +98,7 @@ impl Execution<'_> {
         let (env, scope) = (self.env, self.scope);
         env.record(Event::ExecutionStarted { by: env.origin(), scope: scope.clone(), attempt });
         if let Err(why) = validate(self.request) {
-            let reply = Reply::invalid(&why);
+            let reply = Reply::invalid(&why.to_string());
             p.reject_invalid(env, scope, attempt, &reply).await;
             return Some(reply);
         }

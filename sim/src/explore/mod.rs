@@ -63,6 +63,9 @@ pub enum ExploreError {
     /// The store could not be opened.
     #[error("{0}")]
     Store(String),
+    /// A schedule that is not numbers joined by dots.
+    #[error("'{0}' is not a schedule (numbers joined by dots)")]
+    NotASchedule(String),
     /// A task panicked (the store's or the protocol's code).
     #[error("{task} panicked: {message} (schedule {})", Schedule(.schedule.clone()))]
     Panicked {
@@ -124,16 +127,16 @@ impl fmt::Display for Schedule {
 }
 
 impl FromStr for Schedule {
-    type Err = String;
+    type Err = ExploreError;
 
-    fn from_str(s: &str) -> Result<Schedule, String> {
+    fn from_str(s: &str) -> Result<Schedule, ExploreError> {
         let s = s.trim();
         if s == "-" {
             return Ok(Schedule::default());
         }
         s.split('.')
-            .map(|part| part.parse::<u32>().map_err(|_| format!("'{s}' is not a schedule (numbers joined by dots)")))
-            .collect::<Result<Vec<u32>, String>>()
+            .map(|part| part.parse::<u32>().map_err(|_| ExploreError::NotASchedule(s.to_string())))
+            .collect::<Result<Vec<u32>, ExploreError>>()
             .map(Schedule)
     }
 }
@@ -171,7 +174,7 @@ impl Explorer {
 
     /// One execution under `chooser`, with a fresh store and protocol.
     pub fn execute(&self, chooser: &mut dyn Chooser) -> Result<Execution, ExploreError> {
-        let store = self.subject.open().map_err(ExploreError::Store)?;
+        let store = self.subject.open().map_err(|e| ExploreError::Store(e.to_string()))?;
         execution::execute(&self.config, store, self.protocol(), chooser)
     }
 

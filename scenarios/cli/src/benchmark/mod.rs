@@ -2,6 +2,7 @@
 //! Figures are printed (and written as JSON), never asserted: targets get a
 //! pass/fail mark.
 
+use crate::args::OneLine;
 use idemsim::catalogue;
 use idemsim::scenario::Expect;
 use idemsim::stress::{stress, StressSpec};
@@ -367,7 +368,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
                 break;
             }
             say(&format!("time to first failure: {}/{variant}", scenario.name));
-            let config = scenario.config_for(variant)?;
+            let config = scenario.config_for(variant).line()?;
             detail.insert(format!("{}/{variant}", scenario.name), ttff(&config, *expect, spec));
         }
     }

@@ -1,6 +1,7 @@
 //! `idemsim bench`: simulation speed and time to first failure, with
 //! targets marked PASS or FAIL.
 
+use crate::args::OneLine;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::target::StoreTarget;
 use std::io::Write;
@@ -51,11 +52,11 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     }
     let stress_target = match args.stress_store.as_str() {
         "none" => None,
-        name @ ("pg" | "mysql" | "redis") => Some(StoreTarget::parse(name, None)?),
+        name @ ("pg" | "mysql" | "redis") => Some(StoreTarget::parse(name, None).line()?),
         other => return Err(format!("--stress-store takes pg, mysql, redis or none, not '{other}'")),
     };
     let out_path =
-        args.out.as_deref().map(|p| idemsim::output::prepare(p, &["json"], "the bench report")).transpose()?;
+        args.out.as_deref().map(|p| idemsim::output::prepare(p, &["json"], "the bench report")).transpose().line()?;
     let spec = crate::benchmark::BenchSpec {
         seeds: args.seeds,
         sweeps: args.sweeps,

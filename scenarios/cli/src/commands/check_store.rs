@@ -2,7 +2,7 @@
 //! per part (conformance kit, linearizability, simulation sweep, stress),
 //! each with the line that reruns it.
 
-use crate::args::{parse_store, StoreArgs, MAX_REQUESTS};
+use crate::args::{parse_store, OneLine, StoreArgs, MAX_REQUESTS};
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::store_check::{Outcome, Part, PartVerdict, StoreCheck, StoreCheckReport};
 use idemsim::stress::{stress, MAX_CLIENTS};
@@ -52,7 +52,7 @@ fn parse_part(name: &str) -> Result<Part, String> {
 }
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref()).line()?;
     check_bounds(&args)?;
     let parts = if args.parts.is_empty() { Part::ALL.to_vec() } else { args.parts.clone() };
     let mut check = StoreCheck::new(target.name());
@@ -128,7 +128,7 @@ fn run_part(part: Part, check: &StoreCheck, target: &StoreTarget, args: &Args) -
         }
         Part::Simulation => match parse_store(target.name()) {
             Ok(kind) => {
-                let mut sim = Simulation::scenario(&args.scenario)?;
+                let mut sim = Simulation::scenario(&args.scenario).line()?;
                 sim.store_kind(kind);
                 check.simulate(&sim)
             }

@@ -4,6 +4,7 @@
 //! seed's history is judged for linearizability, and replays exactly.
 
 use crate::args::parse_store;
+use crate::args::OneLine;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::report::plural;
 use idemsim::sim::concurrent::ConcurrentSim;
@@ -62,8 +63,9 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
             .html
             .as_deref()
             .map(|p| idemsim::output::prepare(p, &["html", "htm"], "the history page"))
-            .transpose()?;
-        let run = sim.run_seed(seed, &subject)?;
+            .transpose()
+            .line()?;
+        let run = sim.run_seed(seed, &subject).line()?;
         if let (Some(output), Some(path)) = (html, &args.html) {
             std::fs::write(path, run.html()).map_err(|e| {
                 format!("cannot write the history page to {}: {}", path.display(), idemsim::output::plain(&e))

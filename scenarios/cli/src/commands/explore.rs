@@ -3,7 +3,7 @@
 //! checkers; counts, the shortest counterexample, and a schedule that
 //! replays it exactly.
 
-use crate::args::{parse_store, parse_variant};
+use crate::args::{parse_store, parse_variant, OneLine};
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::sim::explore::{catalogue, Execution, ExploreConfig, ExploreReport, Explorer, Schedule};
 use idemsim::sim::{StoreKind, Subject, Variant};
@@ -72,7 +72,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     let subject = Subject::from(args.store);
     if let Some(schedule) = &args.replay {
         let [config] = configs.as_slice() else { return Err("--replay needs --config or --config-file".into()) };
-        let schedule: Schedule = schedule.parse()?;
+        let schedule: Schedule = schedule.parse().line()?;
         let explorer = Explorer::new(config, &subject).map_err(|e| e.to_string())?;
         let execution = explorer.replay(&schedule).map_err(|e| e.to_string())?;
         show(&execution, out);
@@ -207,7 +207,7 @@ fn show(execution: &Execution, out: &mut dyn Write) {
 
 fn write_html(args: &Args, title: &str, execution: &Execution) -> Result<(), String> {
     let Some(path) = &args.html else { return Ok(()) };
-    let output = idemsim::output::prepare(path, &["html", "htm"], "the timeline")?;
+    let output = idemsim::output::prepare(path, &["html", "htm"], "the timeline").line()?;
     let page = idemsim::sim::html::render(title, &execution.history, &execution.violations);
     std::fs::write(path, page)
         .map_err(|e| format!("cannot write the timeline to {}: {}", path.display(), idemsim::output::plain(&e)))?;

@@ -1,6 +1,7 @@
 //! `idemsim http`: attack a running HTTP service's Idempotency-Key
 //! behaviour from outside.
 
+use crate::args::OneLine;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::program::{program, quoted};
 use std::io::Write;
@@ -63,7 +64,7 @@ pub struct Args {
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     let mut config = match &args.config {
-        Some(path) => idemsim::http::config::HttpConfig::from_file(path)?,
+        Some(path) => idemsim::http::config::HttpConfig::from_file(path).line()?,
         None => idemsim::http::config::HttpConfig::default(),
     };
     if let Some(t) = &args.target {
@@ -73,7 +74,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         config.provider_listen = p.clone();
     }
     let trace = match &args.trace {
-        Some(path) => Some(idemsim::output::prepare(path, &["jsonl"], "the trace")?),
+        Some(path) => Some(idemsim::output::prepare(path, &["jsonl"], "the trace").line()?),
         None => None,
     };
     let lease_ms = args.lease_ms.or(config.lease_ms);
@@ -94,7 +95,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         lease_ms,
         tag: args.tag.clone(),
     };
-    let report = idemsim::http::run(&spec)?;
+    let report = idemsim::http::run(&spec).line()?;
     if let Some(trace) = trace {
         let mut file =
             std::io::BufWriter::new(std::fs::File::create(trace.path()).map_err(|e| idemsim::output::plain(&e))?);

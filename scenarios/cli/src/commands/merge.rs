@@ -1,5 +1,6 @@
 //! `idemsim merge`: combine `run --json` reports (of shards, say) into one.
 
+use crate::args::OneLine;
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
 use std::io::Write;
 
@@ -18,7 +19,7 @@ pub struct Args {
 /// report) when the reports do not cover their whole sweep, so a gate
 /// never passes with a shard missing, else 0.
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let merged = idemsim::merge::merge(&args.files, args.json, out)?;
+    let merged = idemsim::merge::merge(&args.files, args.json, out).line()?;
     if !merged.clean {
         return Ok(EXIT_VIOLATION);
     }

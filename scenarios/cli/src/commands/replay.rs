@@ -1,7 +1,7 @@
 //! `idemsim replay`: re-run one seed and print its timeline and story, or
 //! write its trace or an HTML timeline.
 
-use crate::args::{target_scenario, variant_of, Target};
+use crate::args::{target_scenario, variant_of, OneLine, Target};
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
 use idemsim::sim::{run_seed, to_jsonl, trace_hash};
 use std::io::Write;
@@ -35,10 +35,15 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         .seed
         .or(scenario.reproduces.as_ref().map(|r| r.seed))
         .ok_or_else(|| "--seed is required (the scenario names no run to reproduce)".to_string())?;
-    let config = scenario.config_for(&variant)?;
-    let trace_out = args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose()?;
-    let html_out =
-        args.html.as_deref().map(|p| idemsim::output::prepare(p, &["html", "htm"], "the timeline")).transpose()?;
+    let config = scenario.config_for(&variant).line()?;
+    let trace_out =
+        args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose().line()?;
+    let html_out = args
+        .html
+        .as_deref()
+        .map(|p| idemsim::output::prepare(p, &["html", "htm"], "the timeline"))
+        .transpose()
+        .line()?;
     let subject = crate::args::subject_of(&args.target, &scenario)?;
     let outcome = run_seed(&config, &subject, seed).map_err(|e| e.to_string())?;
     let ctx = idemsim::report::Context {

@@ -1,7 +1,7 @@
 //! `idemsim run`: sweep seeds of a scenario, report violations and coverage,
 //! and shrink the first failing seed if asked.
 
-use crate::args::{exit_code, parse_shard, target_scenario, variant_of, Shard, Target};
+use crate::args::{exit_code, parse_shard, target_scenario, variant_of, OneLine, Shard, Target};
 use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::sweep::parse_seeds;
@@ -52,17 +52,17 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         return Err("--jobs must be between 1 and 1024".into());
     }
     let shard = match args.shard {
-        Some(Shard::Env) => Some(idemsim::shard::from_env()?),
+        Some(Shard::Env) => Some(idemsim::shard::from_env().line()?),
         Some(Shard::Given(k, n)) => Some((k, n)),
         None => None,
     };
     let shrink_out = match (args.shrink, &args.shrink_out) {
-        (true, Some(path)) => Some(idemsim::output::prepare(path, &["json", "toml"], "the shrunk scenario")?),
+        (true, Some(path)) => Some(idemsim::output::prepare(path, &["json", "toml"], "the shrunk scenario").line()?),
         _ => None,
     };
     let subject = crate::args::subject_of(&args.target, &scenario)?;
     let mut spec = SweepSpec {
-        config: scenario.config_for(&variant)?,
+        config: scenario.config_for(&variant).line()?,
         subject: subject.clone(),
         seeds: seeds.clone(),
         jobs,

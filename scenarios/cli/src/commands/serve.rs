@@ -2,6 +2,7 @@
 //! service.
 
 use crate::args::parse_variant;
+use crate::args::OneLine;
 use crate::EXIT_CLEAN;
 use idemsim::target::StoreTarget;
 use std::io::Write;
@@ -43,8 +44,8 @@ pub struct Args {
 }
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let listen = idemsim::http::loopback_addr("--listen", &args.listen)?;
-    let target = StoreTarget::parse(&args.store, args.url.as_deref())?;
+    let listen = idemsim::http::loopback_addr("--listen", &args.listen).line()?;
+    let target = StoreTarget::parse(&args.store, args.url.as_deref()).line()?;
     let spec = idemsim::serve::ServeSpec {
         listen,
         nodes: args.nodes,
@@ -55,7 +56,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
         provider_timeout_ms: args.provider_timeout_ms,
         ..idemsim::serve::ServeSpec::default()
     };
-    idemsim::serve::serve(&spec, &target, args.variant.protocol(), out)?;
+    idemsim::serve::serve(&spec, &target, args.variant.protocol(), out).line()?;
     // Stopped by Ctrl-C (or SIGTERM): 130, as every command; by --max-secs: 0.
     Ok(if idemsim::sweep::stopped() { crate::EXIT_INTERRUPTED } else { EXIT_CLEAN })
 }

@@ -1,6 +1,6 @@
 //! `idemsim shrink`: cut a failing seed down to a minimal scenario file.
 
-use crate::args::{target_scenario, variant_of, Target};
+use crate::args::{target_scenario, variant_of, OneLine, Target};
 use crate::EXIT_VIOLATION;
 use idemsim::program::{program, quoted};
 use std::io::Write;
@@ -28,7 +28,7 @@ pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
     let scenario = target_scenario(&args.target)?;
     let variant = variant_of(&args.target, &scenario)?;
     let path = args.out.clone().unwrap_or_else(|| default_shrink_path(&scenario.name, &variant, args.seed));
-    let output = idemsim::output::prepare(&path, &["json", "toml"], "the shrunk scenario")?;
+    let output = idemsim::output::prepare(&path, &["json", "toml"], "the shrunk scenario").line()?;
     let spec = idemsim::shrink::ShrinkSpec {
         scenario: &scenario,
         variant: &variant,
@@ -55,7 +55,7 @@ pub(crate) fn shrink_and_write(
     all: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let shrunk = idemsim::shrink::shrink(spec)?;
+    let shrunk = idemsim::shrink::shrink(spec).line()?;
     let toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     let text = match toml {
         true => shrunk.scenario.to_toml(),

@@ -1,7 +1,7 @@
 //! `idemsim stress`: the protocol against a real store, with real tasks,
 //! connections and concurrency.
 
-use crate::args::{parse_flaw, parse_variant, StoreArgs, MAX_REQUESTS};
+use crate::args::{parse_flaw, parse_variant, OneLine, StoreArgs, MAX_REQUESTS};
 use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::stress::{stress, StressSpec};
@@ -41,11 +41,12 @@ pub struct Args {
 }
 
 pub fn exec(args: Args, out: &mut dyn Write) -> Result<i32, String> {
-    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref())?;
+    let target = StoreTarget::parse(&args.target.store, args.target.url.as_deref()).line()?;
     if args.requests == 0 || args.requests > MAX_REQUESTS {
         return Err(format!("--requests must be between 1 and {MAX_REQUESTS}"));
     }
-    let trace_out = args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose()?;
+    let trace_out =
+        args.trace.as_deref().map(|p| idemsim::output::prepare(p, &["jsonl"], "the trace")).transpose().line()?;
     let progress = std::sync::Arc::new(Progress::of(args.requests as u64, !args.json, ("stressed", "requests")));
     let ticks = progress.clone();
     let spec = StressSpec {
