@@ -74,6 +74,19 @@ fn the_catalogue_holds_exactly_the_table() {
     }
 }
 
+/// A variant of the table in `sim/protocol/src/variant.rs` that no
+/// scenario expects would be caught by nothing anyone runs.
+#[test]
+fn every_variant_is_expected_by_some_scenario() {
+    let expected: BTreeSet<String> = catalogue::all().into_iter().flat_map(|s| s.expect.into_keys()).collect();
+    for v in idemsim_sim::Variant::ALL {
+        assert!(
+            expected.contains(v.name()),
+            "no scenario expects {v}: give it an `expect` in scenarios/src/catalogue.rs"
+        );
+    }
+}
+
 #[test]
 fn every_correct_variant_is_clean_and_reaches_its_interleavings() {
     for scenario in catalogue::all() {

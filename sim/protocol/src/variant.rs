@@ -8,6 +8,13 @@
 //! `Steps::default()`, without touching the simulator. [`Variant`] names the
 //! catalogue's built-in ones.
 //!
+//! All of it comes from one table, below: each step, its choices (the
+//! first is the correct one), and for each broken choice the catalogue
+//! variant it is and the [`Protocol`] that implements it (a type in
+//! [`crate::broken`] overriding the step's method). A new broken choice of
+//! an existing step is that type and one row here; the step enums,
+//! [`Variant`] with its names and [`Steps`]' dispatch follow from the row.
+//!
 //! ```
 //! use idemsim_protocol::{ClaimStep, CompletionStep, Steps};
 //! // Two broken steps at once: a racy claim and an unfenced completion.
@@ -15,429 +22,300 @@
 //! assert_eq!(mine.broken(), vec!["claim: check-then-insert", "completion: unfenced"]);
 //! ```
 
+use crate::broken::*;
+use crate::{Correct, Protocol};
 use serde::{Deserialize, Serialize};
 
-macro_rules! step {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $v:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
+/// Declares the steps, [`Steps`] and [`Variant`] from one table. A row is
+/// `Choice = "name" => Implementation`, and for a broken choice
+/// `Choice = "name" => Implementation as "variant-name"`, the type's name
+/// being the variant's. A stateful implementation, made per run by
+/// [`Steps::protocol`], is written `Wrapper(Inner)`: the dispatch runs
+/// `Inner`'s method for the step.
+macro_rules! steps_table {
+    ($(
+        $(#[$sdoc:meta])*
+        $field:ident: $step:ident {
+            $(#[$cdoc:meta])* $correct:ident = $ctext:literal => $cimp:ident,
+            $($(#[$bdoc:meta])* $choice:ident = $text:literal => $imp:ident $(($inner:ident))? as $vtext:literal),+ $(,)?
+        }
+    )+) => {
+        $(
+            $(#[$sdoc])*
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+            pub enum $step {
+                $(#[$cdoc])*
+                #[default]
+                #[serde(rename = $ctext)]
+                $correct,
+                $($(#[$bdoc])* #[serde(rename = $text)] $choice,)+
+            }
+
+            impl $step {
+                /// The kebab-case name, as in scenario files.
+                pub fn name(self) -> &'static str {
+                    match self {
+                        $step::$correct => $ctext,
+                        $($step::$choice => $text,)+
+                    }
+                }
+
+                /// The protocol that implements this choice: its step's
+                /// method is the one [`Steps`] runs.
+                pub fn implementation(self) -> &'static dyn Protocol {
+                    match self {
+                        $step::$correct => &$cimp,
+                        $($step::$choice => &last!($imp $($inner)?),)+
+                    }
+                }
+            }
+        )+
+
+        /// The protocol a run executes, one choice per step. The default is
+        /// the correct protocol; every field is optional in a file.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        #[serde(rename_all = "kebab-case")]
-        pub enum $name {
-            #[default]
-            $($(#[$vdoc])* $v),+
+        #[serde(default, deny_unknown_fields)]
+        pub struct Steps {
+            $($(#[$sdoc])* pub $field: $step,)+
         }
 
-        impl $name {
-            /// The kebab-case name, as in scenario files.
+        impl Steps {
+            /// The steps that differ from the correct protocol, as `step: choice`.
+            pub fn broken(&self) -> Vec<String> {
+                let mut broken = Vec::new();
+                $(if self.$field != $step::$correct {
+                    broken.push(format!("{}: {}", stringify!($field), self.$field.name()));
+                })+
+                broken
+            }
+        }
+
+        /// The catalogue's named variants: the correct protocol and one
+        /// broken step each.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Variant {
+            /// docs/protocol.md as written.
+            #[default]
+            #[serde(rename = "correct")]
+            Correct,
+            $($(
+                #[doc = concat!("[`", stringify!($step), "::", stringify!($choice), "`], implemented by [`", stringify!($imp), "`].")]
+                #[serde(rename = $vtext)]
+                $imp,
+            )+)+
+        }
+
+        impl Variant {
+            /// Every variant, correct first, then the table's rows in order.
+            pub const ALL: [Variant; 1 + [$($($vtext,)+)+].len()] = [Variant::Correct, $($(Variant::$imp,)+)+];
+
+            /// The kebab-case name.
             pub fn name(self) -> &'static str {
                 match self {
-                    $($name::$v => $text),+
+                    Variant::Correct => "correct",
+                    $($(Variant::$imp => $vtext,)+)+
+                }
+            }
+
+            /// The protocol that implements this variant's broken step
+            /// (`Correct` for the correct variant).
+            pub fn implementation(self) -> &'static dyn Protocol {
+                match self {
+                    Variant::Correct => &Correct,
+                    $($(Variant::$imp => $step::$choice.implementation(),)+)+
+                }
+            }
+
+            /// The steps this variant runs: the correct ones with at most
+            /// one swapped.
+            pub fn steps(self) -> Steps {
+                match self {
+                    Variant::Correct => Steps::default(),
+                    $($(Variant::$imp => Steps { $field: $step::$choice, ..Steps::default() },)+)+
                 }
             }
         }
     };
 }
 
-step!(
+/// The last of one or two names: a row's implementation, or its inner one.
+macro_rules! last {
+    ($only:ident) => {
+        $only
+    };
+    ($outer:ident $inner:ident) => {
+        $inner
+    };
+}
+
+steps_table! {
     /// How a request claims its key.
-    ClaimStep {
+    claim: ClaimStep {
         /// Atomic insert-if-absent (correct).
-        Atomic = "atomic",
+        Atomic = "atomic" => Correct,
         /// Read, and execute whenever the read found nothing, even if the
         /// insert then found a row.
-        CheckThenInsert = "check-then-insert",
+        CheckThenInsert = "check-then-insert" => CheckThenInsert as "check-then-insert",
         /// A lock service serialises the lookup, but the lock is released
         /// before the insert: the race is only moved.
-        LockAroundLookup = "lock-around-lookup",
+        LockAroundLookup = "lock-around-lookup" => LockAroundLookup as "lock-around-lookup",
         /// An in-process lock per key around read-then-insert: safe on one
         /// server, useless across several.
-        PerProcessLock = "per-process-lock",
+        PerProcessLock = "per-process-lock" => PerProcessLock as "per-process-lock",
     }
-);
 
-step!(
     /// What bounds an `in_progress` claim.
-    LeaseStep {
+    lease: LeaseStep {
         /// A lease of `protocol.lease_ms` that a takeover may break (correct).
-        Leased = "leased",
+        Leased = "leased" => Correct,
         /// No lease: a claim holds forever, so a crashed holder's record is
         /// never taken over.
-        None = "none",
+        None = "none" => NoLease as "no-lease",
         /// A lease shorter than the handler's work and calls: executions
         /// lose it midway, are taken over and fenced, again and again.
-        ShorterThanWork = "shorter-than-work",
+        ShorterThanWork = "shorter-than-work" => LeaseShorterThanWork as "lease-shorter-than-work",
     }
-);
 
-step!(
     /// What a record is keyed by.
-    ScopeStep {
+    scope: ScopeStep {
         /// `(caller, key)` (correct).
-        CallerAndKey = "caller-and-key",
+        CallerAndKey = "caller-and-key" => Correct,
         /// The key string alone.
-        KeyOnly = "key-only",
+        KeyOnly = "key-only" => KeyNotScoped as "key-not-scoped",
         /// `(caller, key, fingerprint)`: a reused key with another body
         /// gets a record of its own and executes again.
-        KeyAndBody = "key-and-body",
+        KeyAndBody = "key-and-body" => KeyIncludesBody as "key-includes-body",
     }
-);
 
-step!(
     /// Where a server reads a key's record from.
-    ReadStep {
+    read: ReadStep {
         /// The store, on every request (correct).
-        Store = "store",
+        Store = "store" => Correct,
         /// A per-server cache of the records it has seen, filled from the
         /// store's answers and never invalidated: another server's
-        /// completion or release is not seen.
-        ServerCache = "server-cache",
+        /// completion or release is not seen. It keeps state, so
+        /// [`Steps::protocol`] wraps the other steps in a [`StaleCache`]
+        /// made for the run.
+        ServerCache = "server-cache" => StaleCache(Correct) as "stale-cache",
     }
-);
 
-step!(
     /// Whether a found record's fingerprint is compared with the request's.
-    FingerprintStep {
+    fingerprint: FingerprintStep {
         /// Compared; a mismatch is 422 (correct).
-        Compared = "compared",
+        Compared = "compared" => Correct,
         /// Not compared: a reused key with another body gets the old response.
-        Ignored = "ignored",
+        Ignored = "ignored" => FingerprintNotCompared as "fingerprint-not-compared",
         /// The fingerprint hashes the body alone: the same key and body on
         /// another endpoint replays the first endpoint's response.
-        BodyOnly = "body-only",
+        BodyOnly = "body-only" => FingerprintWithoutPath as "fingerprint-without-path",
     }
-);
 
-step!(
     /// What happens to a validation error raised before execution.
-    ValidationStep {
+    validation: ValidationStep {
         /// The claim is released, so a corrected retry executes (correct).
-        Release = "release",
+        Release = "release" => Correct,
         /// The error is stored as the response.
-        Store = "store",
+        Store = "store" => ValidationStored as "validation-stored",
     }
-);
 
-step!(
     /// How an expired lease is taken over.
-    TakeoverStep {
+    takeover: TakeoverStep {
         /// A fenced takeover that bumps the attempt (correct).
-        BumpAttempt = "bump-attempt",
+        BumpAttempt = "bump-attempt" => Correct,
         /// Carry on with the old attempt.
-        KeepAttempt = "keep-attempt",
+        KeepAttempt = "keep-attempt" => TakeoverWithoutBump as "takeover-without-bump",
     }
-);
 
-step!(
     /// The key sent to the dependency.
-    DownstreamKeyStep {
+    downstream_key: DownstreamKeyStep {
         /// Derived from the scope and the fingerprint, kept in the recovery
         /// point (correct).
-        Stable = "stable",
+        Stable = "stable" => Correct,
         /// Derived from the attempt, so a resumed execution charges again.
-        PerAttempt = "per-attempt",
+        PerAttempt = "per-attempt" => DownstreamKeyFromAttempt as "downstream-key-from-attempt",
         /// Made up by each execution and saved in the recovery point, reused
         /// by a resumer that reads it there: a takeover decided on a read
         /// from before the recovery point charges again.
-        PerExecution = "per-execution",
+        PerExecution = "per-execution" => ProviderKeyPerExecution as "provider-key-per-execution",
     }
-);
 
-step!(
     /// Where a local effect (a row in the same database) is committed.
-    LocalEffectStep {
+    local_effect: LocalEffectStep {
         /// In the completion's transaction (correct).
-        WithCompletion = "with-completion",
+        WithCompletion = "with-completion" => Correct,
         /// In its own transaction before the completion.
-        OwnTransaction = "own-transaction",
+        OwnTransaction = "own-transaction" => EffectOwnTransaction as "effect-own-transaction",
     }
-);
 
-step!(
     /// Whether the completion is conditional on the attempt.
-    CompletionStep {
+    completion: CompletionStep {
         /// `... WHERE attempt = ?` (correct).
-        Fenced = "fenced",
+        Fenced = "fenced" => Correct,
         /// Whoever holds the record, the completion lands.
-        Unfenced = "unfenced",
+        Unfenced = "unfenced" => UnfencedCompletion as "unfenced-completion",
     }
-);
 
-step!(
     /// What a handler does when the dependency fails or does not answer.
-    DependencyFailureStep {
+    dependency_failure: DependencyFailureStep {
         /// Answer 503 and leave the record `in_progress` with its recovery
         /// point, so a retry or the reconciler finishes it (correct).
-        LeaveInProgress = "leave-in-progress",
+        LeaveInProgress = "leave-in-progress" => Correct,
         /// Complete the record with the 503: every retry replays a
         /// transient error, though the charge may have gone through.
-        StoreError = "store-error",
+        StoreError = "store-error" => TransientErrorStored as "transient-error-stored",
         /// Release the record so the retry executes at once: the charge
         /// may have gone through when the dependency did not answer.
-        Release = "release",
+        Release = "release" => ReleaseOnProviderTimeout as "release-on-provider-timeout",
     }
-);
 
-step!(
     /// How follow-on messages leave.
-    PublishStep {
+    publish: PublishStep {
         /// Staged in the outbox with the completion, published by the relay
         /// (correct).
-        Outbox = "outbox",
+        Outbox = "outbox" => Correct,
         /// Published by the handler before the completion commits.
-        BeforeCommit = "before-commit",
+        BeforeCommit = "before-commit" => PublishBeforeCommit as "publish-before-commit",
     }
-);
 
-step!(
     /// What the sweeper deletes.
-    SweepStep {
+    sweep: SweepStep {
         /// Completed records older than the documented window (correct).
-        Documented = "documented",
+        Documented = "documented" => Correct,
         /// Completed records older than an hour: shorter than the clients'
         /// retry deadline.
-        ShortWindow = "short-window",
+        ShortWindow = "short-window" => SweepWindowShort as "sweep-window-short",
         /// Also `in_progress` records whose lease expired ("abandoned").
-        DeletesUnfinished = "deletes-unfinished",
+        DeletesUnfinished = "deletes-unfinished" => SweepDeletesUnfinished as "sweep-deletes-unfinished",
     }
-);
 
-step!(
     /// How clients retry.
-    RetryStep {
+    retry: RetryStep {
         /// docs/protocol.md §7: transient failures only, same key, full
         /// jitter, caps and budget (correct).
-        Disciplined = "disciplined",
+        Disciplined = "disciplined" => Correct,
         /// Any 4xx is retried too.
-        On4xx = "on-4xx",
+        On4xx = "on-4xx" => RetryOn4xx as "retry-on-4xx",
         /// Every retry carries a new key.
-        NewKey = "new-key",
+        NewKey = "new-key" => NewKeyPerRetry as "new-key-per-retry",
         /// The backoff is the bound itself, no jitter: clients that failed
         /// together retry together.
-        NoJitter = "no-jitter",
+        NoJitter = "no-jitter" => NoJitter as "no-jitter",
         /// An SDK, a service client and a job runner each retry the layer
         /// below: budgets multiply.
-        ThreeLayers = "three-layers",
+        ThreeLayers = "three-layers" => ThreeLayerRetries as "three-layer-retries",
     }
-);
-
-/// The protocol a run executes, one choice per step. The default is the
-/// correct protocol; every field is optional in a file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Steps {
-    /// The claim.
-    pub claim: ClaimStep,
-    /// The lease on a claim.
-    pub lease: LeaseStep,
-    /// The record's key.
-    pub scope: ScopeStep,
-    /// Where records are read from.
-    pub read: ReadStep,
-    /// The fingerprint comparison.
-    pub fingerprint: FingerprintStep,
-    /// Validation errors.
-    pub validation: ValidationStep,
-    /// Takeover of an expired lease.
-    pub takeover: TakeoverStep,
-    /// The dependency's key.
-    pub downstream_key: DownstreamKeyStep,
-    /// The local effect's transaction.
-    pub local_effect: LocalEffectStep,
-    /// The completion's fencing.
-    pub completion: CompletionStep,
-    /// A failed dependency call.
-    pub dependency_failure: DependencyFailureStep,
-    /// Follow-on messages.
-    pub publish: PublishStep,
-    /// The sweeper.
-    pub sweep: SweepStep,
-    /// Client retries.
-    pub retry: RetryStep,
-}
-
-impl Steps {
-    /// The steps that differ from the correct protocol, as `step: choice`.
-    pub fn broken(&self) -> Vec<String> {
-        let c = Steps::default();
-        let pairs = [
-            ("claim", self.claim != c.claim, self.claim.name()),
-            ("lease", self.lease != c.lease, self.lease.name()),
-            ("scope", self.scope != c.scope, self.scope.name()),
-            ("read", self.read != c.read, self.read.name()),
-            ("fingerprint", self.fingerprint != c.fingerprint, self.fingerprint.name()),
-            ("validation", self.validation != c.validation, self.validation.name()),
-            ("takeover", self.takeover != c.takeover, self.takeover.name()),
-            ("downstream_key", self.downstream_key != c.downstream_key, self.downstream_key.name()),
-            ("local_effect", self.local_effect != c.local_effect, self.local_effect.name()),
-            ("completion", self.completion != c.completion, self.completion.name()),
-            ("dependency_failure", self.dependency_failure != c.dependency_failure, self.dependency_failure.name()),
-            ("publish", self.publish != c.publish, self.publish.name()),
-            ("sweep", self.sweep != c.sweep, self.sweep.name()),
-            ("retry", self.retry != c.retry, self.retry.name()),
-        ];
-        pairs.into_iter().filter(|p| p.1).map(|(step, _, choice)| format!("{step}: {choice}")).collect()
-    }
-}
-
-/// The catalogue's named variants: the correct protocol and one broken step
-/// each.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Variant {
-    /// docs/protocol.md as written.
-    #[default]
-    Correct,
-    /// [`ClaimStep::CheckThenInsert`].
-    CheckThenInsert,
-    /// [`ClaimStep::LockAroundLookup`].
-    LockAroundLookup,
-    /// [`ClaimStep::PerProcessLock`].
-    PerProcessLock,
-    /// [`LeaseStep::None`].
-    NoLease,
-    /// [`TakeoverStep::KeepAttempt`].
-    TakeoverWithoutBump,
-    /// [`CompletionStep::Unfenced`].
-    UnfencedCompletion,
-    /// [`DependencyFailureStep::StoreError`].
-    TransientErrorStored,
-    /// [`FingerprintStep::Ignored`].
-    FingerprintNotCompared,
-    /// [`ValidationStep::Store`].
-    ValidationStored,
-    /// [`ScopeStep::KeyOnly`].
-    KeyNotScoped,
-    /// [`ScopeStep::KeyAndBody`].
-    KeyIncludesBody,
-    /// [`FingerprintStep::BodyOnly`].
-    FingerprintWithoutPath,
-    /// [`ReadStep::ServerCache`].
-    StaleCache,
-    /// [`LeaseStep::ShorterThanWork`].
-    LeaseShorterThanWork,
-    /// [`DownstreamKeyStep::PerAttempt`].
-    DownstreamKeyFromAttempt,
-    /// [`LocalEffectStep::OwnTransaction`].
-    EffectOwnTransaction,
-    /// [`PublishStep::BeforeCommit`].
-    PublishBeforeCommit,
-    /// [`SweepStep::ShortWindow`].
-    SweepWindowShort,
-    /// [`SweepStep::DeletesUnfinished`].
-    SweepDeletesUnfinished,
-    /// [`DependencyFailureStep::Release`].
-    ReleaseOnProviderTimeout,
-    /// [`DownstreamKeyStep::PerExecution`].
-    ProviderKeyPerExecution,
-    /// [`RetryStep::On4xx`].
-    RetryOn4xx,
-    /// [`RetryStep::NewKey`].
-    NewKeyPerRetry,
-    /// [`RetryStep::NoJitter`].
-    NoJitter,
-    /// [`RetryStep::ThreeLayers`].
-    ThreeLayerRetries,
 }
 
 impl Variant {
-    /// Every variant, correct first.
-    pub const ALL: [Variant; 26] = [
-        Variant::Correct,
-        Variant::CheckThenInsert,
-        Variant::LockAroundLookup,
-        Variant::PerProcessLock,
-        Variant::NoLease,
-        Variant::TakeoverWithoutBump,
-        Variant::UnfencedCompletion,
-        Variant::TransientErrorStored,
-        Variant::FingerprintNotCompared,
-        Variant::ValidationStored,
-        Variant::KeyNotScoped,
-        Variant::KeyIncludesBody,
-        Variant::FingerprintWithoutPath,
-        Variant::StaleCache,
-        Variant::LeaseShorterThanWork,
-        Variant::DownstreamKeyFromAttempt,
-        Variant::EffectOwnTransaction,
-        Variant::PublishBeforeCommit,
-        Variant::SweepWindowShort,
-        Variant::SweepDeletesUnfinished,
-        Variant::ReleaseOnProviderTimeout,
-        Variant::ProviderKeyPerExecution,
-        Variant::RetryOn4xx,
-        Variant::NewKeyPerRetry,
-        Variant::NoJitter,
-        Variant::ThreeLayerRetries,
-    ];
-
-    /// The kebab-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Correct => "correct",
-            Variant::CheckThenInsert => "check-then-insert",
-            Variant::LockAroundLookup => "lock-around-lookup",
-            Variant::PerProcessLock => "per-process-lock",
-            Variant::NoLease => "no-lease",
-            Variant::TakeoverWithoutBump => "takeover-without-bump",
-            Variant::UnfencedCompletion => "unfenced-completion",
-            Variant::TransientErrorStored => "transient-error-stored",
-            Variant::FingerprintNotCompared => "fingerprint-not-compared",
-            Variant::ValidationStored => "validation-stored",
-            Variant::KeyNotScoped => "key-not-scoped",
-            Variant::KeyIncludesBody => "key-includes-body",
-            Variant::FingerprintWithoutPath => "fingerprint-without-path",
-            Variant::StaleCache => "stale-cache",
-            Variant::LeaseShorterThanWork => "lease-shorter-than-work",
-            Variant::DownstreamKeyFromAttempt => "downstream-key-from-attempt",
-            Variant::EffectOwnTransaction => "effect-own-transaction",
-            Variant::PublishBeforeCommit => "publish-before-commit",
-            Variant::SweepWindowShort => "sweep-window-short",
-            Variant::SweepDeletesUnfinished => "sweep-deletes-unfinished",
-            Variant::ReleaseOnProviderTimeout => "release-on-provider-timeout",
-            Variant::ProviderKeyPerExecution => "provider-key-per-execution",
-            Variant::RetryOn4xx => "retry-on-4xx",
-            Variant::NewKeyPerRetry => "new-key-per-retry",
-            Variant::NoJitter => "no-jitter",
-            Variant::ThreeLayerRetries => "three-layer-retries",
-        }
-    }
-
     /// Parses a kebab-case name.
     pub fn from_name(name: &str) -> Option<Variant> {
         Variant::ALL.into_iter().find(|v| v.name() == name)
     }
 
-    /// The steps this variant runs: the correct ones with at most one swapped.
-    pub fn steps(self) -> Steps {
-        let c = Steps::default();
-        match self {
-            Variant::Correct => c,
-            Variant::CheckThenInsert => Steps { claim: ClaimStep::CheckThenInsert, ..c },
-            Variant::LockAroundLookup => Steps { claim: ClaimStep::LockAroundLookup, ..c },
-            Variant::PerProcessLock => Steps { claim: ClaimStep::PerProcessLock, ..c },
-            Variant::NoLease => Steps { lease: LeaseStep::None, ..c },
-            Variant::TakeoverWithoutBump => Steps { takeover: TakeoverStep::KeepAttempt, ..c },
-            Variant::UnfencedCompletion => Steps { completion: CompletionStep::Unfenced, ..c },
-            Variant::TransientErrorStored => Steps { dependency_failure: DependencyFailureStep::StoreError, ..c },
-            Variant::FingerprintNotCompared => Steps { fingerprint: FingerprintStep::Ignored, ..c },
-            Variant::ValidationStored => Steps { validation: ValidationStep::Store, ..c },
-            Variant::KeyNotScoped => Steps { scope: ScopeStep::KeyOnly, ..c },
-            Variant::KeyIncludesBody => Steps { scope: ScopeStep::KeyAndBody, ..c },
-            Variant::FingerprintWithoutPath => Steps { fingerprint: FingerprintStep::BodyOnly, ..c },
-            Variant::StaleCache => Steps { read: ReadStep::ServerCache, ..c },
-            Variant::LeaseShorterThanWork => Steps { lease: LeaseStep::ShorterThanWork, ..c },
-            Variant::DownstreamKeyFromAttempt => Steps { downstream_key: DownstreamKeyStep::PerAttempt, ..c },
-            Variant::EffectOwnTransaction => Steps { local_effect: LocalEffectStep::OwnTransaction, ..c },
-            Variant::PublishBeforeCommit => Steps { publish: PublishStep::BeforeCommit, ..c },
-            Variant::SweepWindowShort => Steps { sweep: SweepStep::ShortWindow, ..c },
-            Variant::SweepDeletesUnfinished => Steps { sweep: SweepStep::DeletesUnfinished, ..c },
-            Variant::ReleaseOnProviderTimeout => Steps { dependency_failure: DependencyFailureStep::Release, ..c },
-            Variant::ProviderKeyPerExecution => Steps { downstream_key: DownstreamKeyStep::PerExecution, ..c },
-            Variant::RetryOn4xx => Steps { retry: RetryStep::On4xx, ..c },
-            Variant::NewKeyPerRetry => Steps { retry: RetryStep::NewKey, ..c },
-            Variant::NoJitter => Steps { retry: RetryStep::NoJitter, ..c },
-            Variant::ThreeLayerRetries => Steps { retry: RetryStep::ThreeLayers, ..c },
-        }
+    /// The variant as a protocol: its steps, run by [`Steps`]' dispatch
+    /// onto the type that implements its broken one.
+    pub fn protocol(self) -> std::sync::Arc<dyn Protocol> {
+        self.steps().protocol()
     }
 }
 
@@ -460,6 +338,21 @@ mod tests {
         }
         let distinct: std::collections::BTreeSet<Steps> = Variant::ALL.iter().map(|v| v.steps()).collect();
         assert_eq!(distinct.len(), Variant::ALL.len());
+    }
+
+    /// The table's rows agree: each variant's implementation is the type
+    /// of its name (the stale cache's is wrapped around the correct one),
+    /// and its protocol is named after it.
+    #[test]
+    fn each_row_names_its_implementation() {
+        for v in Variant::ALL {
+            let implemented = match v {
+                Variant::StaleCache => "correct".to_string(),
+                other => other.name().to_string(),
+            };
+            assert_eq!(v.implementation().name(), implemented, "{v}");
+            assert_eq!(v.protocol().name(), v.name());
+        }
     }
 
     /// One vocabulary: a broken SQL adapter is named after the step it

@@ -20,12 +20,19 @@ use std::sync::Mutex;
 pub struct StaleCache<P> {
     inner: P,
     seen: Mutex<BTreeMap<(NodeId, Scope), Record>>,
+    /// The name, when the maker knows a better one than `P`'s.
+    name: Option<String>,
 }
 
 impl<P> StaleCache<P> {
     /// `inner` with a per-server record cache in front of its claim.
     pub fn new(inner: P) -> StaleCache<P> {
-        StaleCache { inner, seen: Mutex::new(BTreeMap::new()) }
+        StaleCache { inner, seen: Mutex::new(BTreeMap::new()), name: None }
+    }
+
+    /// [`StaleCache::new`], called `name`.
+    pub(crate) fn named(inner: P, name: String) -> StaleCache<P> {
+        StaleCache { name: Some(name), ..StaleCache::new(inner) }
     }
 
     fn cached(&self, node: NodeId, scope: &Scope) -> Option<Record> {
@@ -40,6 +47,9 @@ impl<P> StaleCache<P> {
 #[async_trait]
 impl<P: Protocol> Protocol for StaleCache<P> {
     fn name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
         match self.inner.name() {
             name if name == "correct" => "stale-cache".into(),
             name => format!("{name}, read: server-cache"),
