@@ -5,6 +5,7 @@ use crate::msg::{CallBody, Msg, ReplyBody};
 use crate::node::Node;
 use crate::world::Action;
 use idemsim_model::{Event, NodeId};
+use idemsim_protocol::{Decision, Ledger};
 
 /// The dependency: performs an effect for each new downstream key, and
 /// answers a repeated key as it answered the first time (the original
@@ -18,37 +19,29 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
         return;
     };
     node.sim.with(|w| {
-        let called = Event::DownstreamCalled {
-            by: origin,
-            from,
-            scope: scope.clone(),
-            attempt,
-            downstream_key: downstream_key.clone(),
-        };
-        w.record(NodeId::Downstream, called);
+        w.record(NodeId::Downstream, Ledger::received(origin, from, &scope, attempt, &downstream_key));
         let (draws, p, faults) = (w.dependency, &w.profile, w.faults_on);
         let delay_ms = match faults && draws.chance(id, 0, p.provider_slow_permille) {
             true => draws.between(id, 1, 1, p.provider_slow_ms_max.max(1)),
             false => 0,
         };
-        let (body, status, retry_after_ms) = match w.charges.get(&downstream_key) {
-            Some(Some(charge_id)) => (ReplyBody::Charged { charge_id: charge_id.clone() }, 200, None),
-            Some(None) => (ReplyBody::Declined, 402, None),
+        let (body, status, retry_after_ms) = match w.ledger.decided(&downstream_key) {
+            Some(answer) => answered(answer),
             None if faults && draws.chance(id, 2, p.provider_unavailable_permille) => {
                 let retry_after_ms = draws.between(id, 3, 1, p.provider_retry_after_ms_max.max(1));
                 let status = if draws.chance(id, 4, 500) { 429 } else { 503 };
                 (ReplyBody::Unavailable { retry_after_ms }, status, Some(retry_after_ms))
             }
             None if draws.chance(id, 5, p.provider_decline_permille) => {
-                w.charges.insert(downstream_key.clone(), None);
+                w.ledger.decline(&downstream_key);
                 (ReplyBody::Declined, 402, None)
             }
             None => {
-                let charge_id = format!("ch_{}", w.charges.len() + 1);
-                w.charges.insert(downstream_key.clone(), Some(charge_id.clone()));
-                let effect = Event::DownstreamEffect { scope: scope.clone(), downstream_key: downstream_key.clone() };
-                w.record(NodeId::Downstream, effect);
-                (ReplyBody::Charged { charge_id }, 200, None)
+                let (answer, effect) = w.ledger.charge(&scope, &downstream_key);
+                if let Some(effect) = effect {
+                    w.record(NodeId::Downstream, effect);
+                }
+                answered(answer)
             }
         };
         if status != 200 || delay_ms > 0 {
@@ -68,6 +61,14 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
             }
         }
     });
+}
+
+/// The reply, status and `Retry-After` of a decided charge.
+fn answered(decision: Decision) -> (ReplyBody, u16, Option<u64>) {
+    match decision {
+        Decision::Charged(charge_id) => (ReplyBody::Charged { charge_id }, 200, None),
+        Decision::Declined => (ReplyBody::Declined, 402, None),
+    }
 }
 
 /// The consumer: applies each message once, acknowledges every delivery.

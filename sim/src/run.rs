@@ -225,7 +225,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         aborted: None,
         // Sized for a run's worth: growing step by step costs more than the
         // run's look-ups.
-        charges: BTreeMap::new(),
+        ledger: Default::default(),
         consumed: Default::default(),
         buckets: BTreeMap::new(),
         received: crate::world::Lookup::with_capacity_and_hasher(ops.len() * 4, Default::default()),

@@ -12,7 +12,7 @@ use crate::swarm::FaultProfile;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
-use idemsim_model::{DownstreamKey, Event, History, MessageId, NodeId, RequestId, Scope, SimTime};
+use idemsim_model::{Event, History, MessageId, NodeId, RequestId, Scope, SimTime};
 use idemsim_store::IdempotencyStore;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet};
@@ -123,7 +123,7 @@ pub(crate) struct World {
     pub protocol: Arc<dyn crate::protocol::Protocol>,
     /// The dependency's dedup table: downstream key to what it answered
     /// for good (a charge id, or `None` for a decline).
-    pub charges: BTreeMap<DownstreamKey, Option<String>>,
+    pub ledger: idemsim_protocol::Ledger,
     /// Message ids the consumer has applied.
     pub consumed: BTreeSet<MessageId>,
     /// Each client's retry budget.

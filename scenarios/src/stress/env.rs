@@ -94,22 +94,13 @@ impl Env for StressEnv {
         _request: &Request,
     ) -> ChargeAnswer {
         let rec = &self.ctx.rec;
-        let mut charges = self.ctx.charges.lock().unwrap_or_else(|p| p.into_inner());
-        let called = Event::DownstreamCalled {
-            by: self.origin,
-            from: self.node,
-            scope: scope.clone(),
-            attempt,
-            downstream_key: downstream_key.clone(),
-        };
-        rec.record(NodeId::Downstream, called);
-        if let Some(id) = charges.get(&downstream_key) {
-            return ChargeAnswer::Charged(id.clone());
+        let mut ledger = self.ctx.ledger.lock().unwrap_or_else(|p| p.into_inner());
+        rec.record(NodeId::Downstream, Ledger::received(self.origin, self.node, scope, attempt, &downstream_key));
+        let (answer, effect) = ledger.charge(scope, &downstream_key);
+        if let Some(effect) = effect {
+            rec.record(NodeId::Downstream, effect);
         }
-        let id = format!("ch_{}", charges.len() + 1);
-        charges.insert(downstream_key.clone(), id.clone());
-        rec.record(NodeId::Downstream, Event::DownstreamEffect { scope: scope.clone(), downstream_key });
-        ChargeAnswer::Charged(id)
+        answer.into()
     }
 
     async fn publish(&self, entry: OutboxEntry) -> bool {

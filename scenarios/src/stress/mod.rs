@@ -26,7 +26,7 @@ use idemsim_model::{
     OutboxEntry, RecordState, Request, RequestId, RetryPolicy, RunMeta, Scope, SimTime, Violation,
 };
 use idemsim_sim::protocol::{
-    ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, Reply, StoreOp, StoreReply,
+    ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Ledger, Proceed, Protocol, Reply, StoreOp, StoreReply,
 };
 use idemsim_sim::rng::{between, chance, stream, SimRng, Stream};
 use idemsim_sim::{ProtocolSettings, RetryAfter};
@@ -279,7 +279,7 @@ struct Ctx {
     settings: ProtocolSettings,
     rec: Recorder,
     /// The dependency's dedup table: downstream key to charge id.
-    charges: Mutex<BTreeMap<DownstreamKey, String>>,
+    ledger: Mutex<Ledger>,
     /// Message ids the consumer has applied.
     consumed: Mutex<BTreeSet<MessageId>>,
     /// Key locks of the broken lock-based claims.
@@ -352,7 +352,7 @@ pub fn stress_with(
             counters: Mutex::default(),
             errors: Mutex::default(),
         },
-        charges: Mutex::default(),
+        ledger: Mutex::default(),
         consumed: Mutex::default(),
         locks: Mutex::default(),
         buckets: Mutex::default(),

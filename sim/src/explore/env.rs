@@ -6,7 +6,8 @@
 use super::config::FaultKind;
 use super::world::{Gate, GateKind, Slot, World};
 use crate::protocol::{
-    ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed, Protocol, ProtocolSettings, Reply, StoreOp, StoreReply,
+    ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Ledger, Proceed, Protocol, ProtocolSettings, Reply, StoreOp,
+    StoreReply,
 };
 use async_trait::async_trait;
 use idemsim_model::history::{Fault, Origin};
@@ -158,29 +159,17 @@ impl Env for ExploreEnv {
     ) -> ChargeAnswer {
         let outcome = self.gate(GateKind::Charge).await;
         let mut w = self.shared.world.lock();
-        let called = Event::DownstreamCalled {
-            by: self.origin,
-            from: self.node,
-            scope: scope.clone(),
-            attempt,
-            downstream_key: downstream_key.clone(),
-        };
-        w.record(NodeId::Downstream, called);
-        let id = match w.charges.get(&downstream_key) {
-            Some(id) => id.clone(),
-            None => {
-                let id = format!("ch_{}", w.charges.len() + 1);
-                w.charges.insert(downstream_key.clone(), id.clone());
-                w.record(NodeId::Downstream, Event::DownstreamEffect { scope: scope.clone(), downstream_key });
-                id
-            }
-        };
+        w.record(NodeId::Downstream, Ledger::received(self.origin, self.node, scope, attempt, &downstream_key));
+        let (answer, effect) = w.ledger.charge(scope, &downstream_key);
+        if let Some(effect) = effect {
+            w.record(NodeId::Downstream, effect);
+        }
         if outcome == Some(FaultKind::ProviderTimeout) {
             let what = "answer to the charge (charged)".to_string();
             w.fault(NodeId::Downstream, Fault::Dropped { from: NodeId::Downstream, to: self.node, what });
             return ChargeAnswer::Unknown;
         }
-        ChargeAnswer::Charged(id)
+        answer.into()
     }
 
     async fn publish(&self, entry: OutboxEntry) -> bool {

@@ -7,10 +7,10 @@
 //! the order of grants is the execution.
 
 use super::config::{ExploreConfig, FaultKind};
-use crate::protocol::{FaultSite, Reply};
+use crate::protocol::{FaultSite, Ledger, Reply};
 use idemsim_model::history::{Event, Fault, History};
 use idemsim_model::retry::TokenBucket;
-use idemsim_model::{DownstreamKey, MessageId, NodeId, RequestId, Scope, SimTime};
+use idemsim_model::{MessageId, NodeId, RequestId, Scope, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -120,7 +120,7 @@ pub(crate) struct World {
     /// Futures spawned during a poll, for the executor to take.
     pub spawned: Vec<(usize, TaskFuture)>,
     pub replies: BTreeMap<RequestId, Slot>,
-    pub charges: BTreeMap<DownstreamKey, String>,
+    pub ledger: Ledger,
     pub consumed: BTreeSet<MessageId>,
     pub buckets: Vec<TokenBucket>,
     /// Sends per client so far (the next server is picked from it).
@@ -147,7 +147,7 @@ impl World {
             tasks: Vec::new(),
             spawned: Vec::new(),
             replies: BTreeMap::new(),
-            charges: BTreeMap::new(),
+            ledger: Ledger::default(),
             consumed: BTreeSet::new(),
             buckets: (0..clients).map(|_| TokenBucket::new(&budget)).collect(),
             sends: vec![0; clients],
