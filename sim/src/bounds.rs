@@ -5,7 +5,6 @@
 
 use crate::config::{ConfigError, SimConfig};
 use crate::plan::{FaultAction, TimedFault};
-use crate::swarm::FaultProfile;
 
 /// A day, in milliseconds.
 pub const DAY_MS: u64 = 86_400_000;
@@ -28,7 +27,7 @@ pub const DRIFT_PPM_MAX: u32 = 100_000;
 
 /// `field` is written out only for the error: a run checks its config
 /// every seed, and naming every field each time cost more than the checks.
-fn at_most(field: impl std::fmt::Display, value: u64, max: u64) -> Result<(), ConfigError> {
+pub(crate) fn at_most(field: impl std::fmt::Display, value: u64, max: u64) -> Result<(), ConfigError> {
     match value <= max {
         true => Ok(()),
         false => Err(ConfigError(format!("{field} is {value}, more than its bound of {max}"))),
@@ -102,29 +101,6 @@ pub fn check(config: &SimConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Checks the numbers of a fault profile.
-pub fn check_profile(p: &FaultProfile) -> Result<(), ConfigError> {
-    let durations = [
-        ("faults.latency_ms[1]", p.latency_ms[1]),
-        ("faults.dup_delay_max_ms", p.dup_delay_max_ms),
-        ("faults.partition_ms_max", p.partition_ms_max),
-        ("faults.down_ms_max", p.down_ms_max),
-        ("faults.pause_ms_max", p.pause_ms_max),
-        ("faults.skew_ms_max", p.skew_ms_max),
-        ("faults.provider_retry_after_ms_max", p.provider_retry_after_ms_max),
-        ("faults.provider_slow_ms_max", p.provider_slow_ms_max),
-    ];
-    durations.iter().try_for_each(|(f, v)| at_most(f, *v, DURATION_MS_MAX))?;
-    let counts = [
-        ("faults.partitions", p.partitions),
-        ("faults.server_crashes", p.server_crashes),
-        ("faults.db_crashes", p.db_crashes),
-        ("faults.pauses", p.pauses),
-    ];
-    counts.iter().try_for_each(|(f, v)| at_most(f, (*v).into(), COUNT_MAX.into()))?;
-    at_most("faults.drift_ppm_max", p.drift_ppm_max.into(), DRIFT_PPM_MAX.into())
-}
-
 /// Checks how many scheduled faults there are of each kind.
 pub fn check_fault_counts(faults: &[TimedFault]) -> Result<(), ConfigError> {
     let mut counts: Vec<(std::mem::Discriminant<FaultAction>, u64)> = Vec::new();
@@ -141,17 +117,5 @@ pub fn check_fault_counts(faults: &[TimedFault]) -> Result<(), ConfigError> {
 /// Checks the numbers of a scheduled fault.
 pub fn check_fault(f: &TimedFault) -> Result<(), ConfigError> {
     at_most("faults.scheduled[].at_ms", f.at_ms, PHASE_MS_MAX)?;
-    match f.action {
-        FaultAction::Crash { down_ms: ms, .. }
-        | FaultAction::Pause { for_ms: ms, .. }
-        | FaultAction::Partition { for_ms: ms, .. }
-        | FaultAction::CrashBeforeCompletion { down_ms: ms, .. }
-        | FaultAction::PauseBeforeCompletion { for_ms: ms, .. } => {
-            at_most("faults.scheduled[] duration", ms, DURATION_MS_MAX)
-        }
-        FaultAction::Skew { offset_ms, drift_ppm, .. } => {
-            at_most("faults.scheduled[].offset_ms", offset_ms.unsigned_abs(), DURATION_MS_MAX)?;
-            at_most("faults.scheduled[].drift_ppm", drift_ppm.unsigned_abs().into(), DRIFT_PPM_MAX.into())
-        }
-    }
+    f.action.check()
 }

@@ -257,11 +257,11 @@ impl SimConfig {
         match &self.faults {
             FaultSettings::Pinned(profile) => {
                 profile.validate()?;
-                crate::bounds::check_profile(profile)?;
+                profile.check()?;
             }
             FaultSettings::Scheduled { profile, faults } => {
                 profile.validate()?;
-                crate::bounds::check_profile(profile)?;
+                profile.check()?;
                 crate::bounds::check_fault_counts(faults)?;
                 faults.iter().try_for_each(|f| self.validate_fault(f).and_then(|()| crate::bounds::check_fault(f)))?;
             }

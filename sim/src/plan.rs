@@ -1,6 +1,6 @@
 //! The timed fault plan: which node fails how, and when, drawn up front.
 
-use crate::config::SimConfig;
+use crate::config::{ConfigError, SimConfig};
 use crate::rng::{between, chance, SimRng};
 use crate::swarm::FaultProfile;
 use idemsim_model::NodeId;
@@ -83,6 +83,53 @@ impl FaultAction {
     /// It waits for a fault site instead of happening at its time.
     pub fn at_site(&self) -> bool {
         matches!(self, FaultAction::CrashBeforeCompletion { .. } | FaultAction::PauseBeforeCompletion { .. })
+    }
+
+    /// Checks its numbers against their bounds (a length of at most a
+    /// day; a skew's offset and drift).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        use crate::bounds::{at_most, DRIFT_PPM_MAX, DURATION_MS_MAX};
+        match *self {
+            FaultAction::Skew { offset_ms, drift_ppm, .. } => {
+                at_most("faults.scheduled[].offset_ms", offset_ms.unsigned_abs(), DURATION_MS_MAX)?;
+                at_most("faults.scheduled[].drift_ppm", drift_ppm.unsigned_abs().into(), DRIFT_PPM_MAX.into())
+            }
+            ref timed => at_most("faults.scheduled[] duration", timed.length_ms().unwrap_or(0), DURATION_MS_MAX),
+        }
+    }
+
+    /// How long the node stays down, frozen or cut off; `None` for a skew,
+    /// which lasts the run.
+    pub fn length_ms(&self) -> Option<u64> {
+        self.clone().length_ms_mut().copied()
+    }
+
+    fn length_ms_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            FaultAction::Crash { down_ms: ms, .. }
+            | FaultAction::Pause { for_ms: ms, .. }
+            | FaultAction::Partition { for_ms: ms, .. }
+            | FaultAction::CrashBeforeCompletion { down_ms: ms, .. }
+            | FaultAction::PauseBeforeCompletion { for_ms: ms, .. } => Some(ms),
+            FaultAction::Skew { .. } => None,
+        }
+    }
+
+    /// The shrinker's step for this fault: half as long (or half the
+    /// skew); false when it is already as small as it gets (under 20 ms).
+    pub fn halve(&mut self) -> bool {
+        if let FaultAction::Skew { offset_ms, drift_ppm, .. } = self {
+            let before = (*offset_ms, *drift_ppm);
+            (*offset_ms, *drift_ppm) = (*offset_ms / 2, *drift_ppm / 2);
+            return before != (*offset_ms, *drift_ppm);
+        }
+        match self.length_ms_mut() {
+            Some(ms) if *ms >= 20 => {
+                *ms /= 2;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The node the fault hits, to move the fault elsewhere.

@@ -62,7 +62,54 @@ pub struct FaultProfile {
     pub provider_slow_ms_max: u64,
 }
 
+/// A fault knob of a profile: its name, and the setter that turns it off.
+pub type Knob = (&'static str, fn(&mut FaultProfile));
+
 impl FaultProfile {
+    /// The message-level fault knobs that are on (drops, duplicates, the
+    /// fault sites, the dependency's faults), each with its off switch:
+    /// what `idemsim shrink` tries turning off, one at a time.
+    pub fn knobs_on(&self) -> Vec<Knob> {
+        let p = self;
+        let all: [(bool, Knob); 8] = [
+            (p.drop_permille > 0, ("drops", |p| p.drop_permille = 0)),
+            (p.dup_permille > 0, ("duplicates", |p| p.dup_permille = 0)),
+            (p.crash_before_complete_permille > 0, ("crash-before-complete", |p| p.crash_before_complete_permille = 0)),
+            (p.pause_before_complete_permille > 0, ("pause-before-complete", |p| p.pause_before_complete_permille = 0)),
+            (p.lose_response_permille > 0, ("lose-response", |p| p.lose_response_permille = 0)),
+            (p.provider_unavailable_permille > 0, ("provider-unavailable", |p| p.provider_unavailable_permille = 0)),
+            (p.provider_decline_permille > 0, ("provider-decline", |p| p.provider_decline_permille = 0)),
+            (p.provider_slow_permille > 0, ("provider-slow", |p| p.provider_slow_permille = 0)),
+        ];
+        all.into_iter().filter(|(on, _)| *on).map(|(_, k)| k).collect()
+    }
+
+    /// Checks the profile's numbers against their bounds (lengths of at
+    /// most a day, counts of at most 1000).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        use crate::bounds::{at_most, COUNT_MAX, DRIFT_PPM_MAX, DURATION_MS_MAX};
+        let p = self;
+        let durations = [
+            ("faults.latency_ms[1]", p.latency_ms[1]),
+            ("faults.dup_delay_max_ms", p.dup_delay_max_ms),
+            ("faults.partition_ms_max", p.partition_ms_max),
+            ("faults.down_ms_max", p.down_ms_max),
+            ("faults.pause_ms_max", p.pause_ms_max),
+            ("faults.skew_ms_max", p.skew_ms_max),
+            ("faults.provider_retry_after_ms_max", p.provider_retry_after_ms_max),
+            ("faults.provider_slow_ms_max", p.provider_slow_ms_max),
+        ];
+        durations.iter().try_for_each(|(f, v)| at_most(f, *v, DURATION_MS_MAX))?;
+        let counts = [
+            ("faults.partitions", p.partitions),
+            ("faults.server_crashes", p.server_crashes),
+            ("faults.db_crashes", p.db_crashes),
+            ("faults.pauses", p.pauses),
+        ];
+        counts.iter().try_for_each(|(f, v)| at_most(f, (*v).into(), COUNT_MAX.into()))?;
+        at_most("faults.drift_ppm_max", p.drift_ppm_max.into(), DRIFT_PPM_MAX.into())
+    }
+
     /// A profile with nothing on, and 1..10 ms latency.
     pub fn calm() -> FaultProfile {
         FaultProfile { latency_ms: [1, 10], ..FaultProfile::default() }

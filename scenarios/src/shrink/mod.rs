@@ -20,7 +20,7 @@ use crate::scenario::{Expect, Reproduces, Scenario};
 use idemsim_model::Property;
 use idemsim_sim::plan::{FaultAction, TimedFault};
 use idemsim_sim::workload::Operation;
-use idemsim_sim::{draws, followed, run_seed, FaultProfile, FaultSettings, RunOutcome, SimConfig, Subject};
+use idemsim_sim::{draws, followed, run_seed, FaultSettings, RunOutcome, SimConfig, Subject};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -213,7 +213,7 @@ fn size(config: &SimConfig, run: &RunOutcome, property: Property) -> Size {
     let events = run.history.entries.len();
     let story_lines = story_lines(run, property);
     let (faults, knobs) = match &config.faults {
-        FaultSettings::Scheduled { profile, faults } => (faults.len(), knobs(profile).len()),
+        FaultSettings::Scheduled { profile, faults } => (faults.len(), profile.knobs_on().len()),
         _ => (0, 0),
     };
     Size {
@@ -226,7 +226,3 @@ fn size(config: &SimConfig, run: &RunOutcome, property: Property) -> Size {
         story_lines,
     }
 }
-
-/// The message-level knobs of a profile that are on, each with a setter
-/// that turns it off.
-type Knob = (&'static str, fn(&mut FaultProfile));

@@ -4,20 +4,6 @@
 
 use super::*;
 
-pub(super) fn knobs(p: &FaultProfile) -> Vec<Knob> {
-    let all: [(bool, Knob); 8] = [
-        (p.drop_permille > 0, ("drops", |p| p.drop_permille = 0)),
-        (p.dup_permille > 0, ("duplicates", |p| p.dup_permille = 0)),
-        (p.crash_before_complete_permille > 0, ("crash-before-complete", |p| p.crash_before_complete_permille = 0)),
-        (p.pause_before_complete_permille > 0, ("pause-before-complete", |p| p.pause_before_complete_permille = 0)),
-        (p.lose_response_permille > 0, ("lose-response", |p| p.lose_response_permille = 0)),
-        (p.provider_unavailable_permille > 0, ("provider-unavailable", |p| p.provider_unavailable_permille = 0)),
-        (p.provider_decline_permille > 0, ("provider-decline", |p| p.provider_decline_permille = 0)),
-        (p.provider_slow_permille > 0, ("provider-slow", |p| p.provider_slow_permille = 0)),
-    ];
-    all.into_iter().filter(|(on, _)| *on).map(|(_, k)| k).collect()
-}
-
 /// A violation's kind: the words of its explanation without names and
 /// numbers, so a shrink keeps "two executions ... share a fencing token"
 /// and does not drift to a kind of violation the seed did not show.
@@ -107,7 +93,7 @@ impl Shrinker {
 
     fn drop_knobs(&mut self, config: &mut SimConfig) {
         let FaultSettings::Scheduled { profile, .. } = &config.faults else { return };
-        for (_, off) in knobs(profile) {
+        for (_, off) in profile.knobs_on() {
             let mut candidate = config.clone();
             if let FaultSettings::Scheduled { profile, .. } = &mut candidate.faults {
                 off(profile);
@@ -202,7 +188,7 @@ impl Shrinker {
             for _ in 0..8 {
                 let mut candidate = config.clone();
                 let FaultSettings::Scheduled { faults, .. } = &mut candidate.faults else { return };
-                if !halve(&mut faults[i].action) || !self.try_config(config, candidate) {
+                if !faults[i].action.halve() || !self.try_config(config, candidate) {
                     break;
                 }
             }
@@ -379,25 +365,4 @@ pub(super) fn unbound(action: &FaultAction) -> FaultAction {
         FaultAction::PauseBeforeCompletion { node, for_ms } => FaultAction::Pause { node, for_ms },
         ref other => other.clone(),
     }
-}
-
-/// Halves a fault's duration (or skew); false when already short.
-pub(super) fn halve(action: &mut FaultAction) -> bool {
-    let ms = match action {
-        FaultAction::Crash { down_ms: ms, .. }
-        | FaultAction::Pause { for_ms: ms, .. }
-        | FaultAction::Partition { for_ms: ms, .. }
-        | FaultAction::CrashBeforeCompletion { down_ms: ms, .. }
-        | FaultAction::PauseBeforeCompletion { for_ms: ms, .. } => ms,
-        FaultAction::Skew { offset_ms, drift_ppm, .. } => {
-            let before = (*offset_ms, *drift_ppm);
-            (*offset_ms, *drift_ppm) = (*offset_ms / 2, *drift_ppm / 2);
-            return before != (*offset_ms, *drift_ppm);
-        }
-    };
-    if *ms < 20 {
-        return false;
-    }
-    *ms /= 2;
-    true
 }
