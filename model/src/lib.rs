@@ -40,6 +40,7 @@ pub mod history;
 mod ids;
 pub mod linearizability;
 mod lookup;
+mod named;
 pub mod outside;
 pub mod probe;
 mod record;

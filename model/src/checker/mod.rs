@@ -24,75 +24,41 @@ pub(crate) use crate::lookup::Lookup;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The named safety and liveness properties, numbered as in docs/protocol.md §9.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Property {
-    /// 1. At most one effect per `(caller, key)`.
-    AtMostOnce,
-    /// 2. Acknowledged successes had their effect; no record stuck `in_progress`.
-    Liveness,
-    /// 3. No write of attempt `a` accepted after an attempt `> a` was granted.
-    Fencing,
-    /// 4. Replays equal the stored response; a completed record never changes.
-    ReplayFidelity,
-    /// 5. 422 / 409 / 400 where due; validation errors not stored.
-    StatusRules,
-    /// 6. Caller A never receives caller B's stored response.
-    Isolation,
-    /// 7. Retries only when transient, within backoff, attempts, deadline and budget.
-    RetryDiscipline,
-    /// 8. No record swept before its window; no re-execution inside it.
-    Expiry,
-    /// 9. Outbox messages published after commit, applied exactly once.
-    Outbox,
-    /// Not in the list of docs/protocol.md §9, implied by its purpose: enough operations
-    /// are acknowledged (a fenced protocol that never finishes is useless).
-    Progress,
-    /// Not in the list either, implied by the store trait's contract: every
-    /// answer to an operation the protocol never asks for (a second
-    /// service's probe) is the reference model's.
-    StoreContract,
+crate::named_enum! {
+    /// The named safety and liveness properties, numbered as in docs/protocol.md
+    /// §9 (`ALL` is in that order).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Property {
+        /// 1. At most one effect per `(caller, key)`.
+        AtMostOnce = "at-most-once",
+        /// 2. Acknowledged successes had their effect; no record stuck `in_progress`.
+        Liveness = "liveness",
+        /// 3. No write of attempt `a` accepted after an attempt `> a` was granted.
+        Fencing = "fencing",
+        /// 4. Replays equal the stored response; a completed record never changes.
+        ReplayFidelity = "replay-fidelity",
+        /// 5. 422 / 409 / 400 where due; validation errors not stored.
+        StatusRules = "status-rules",
+        /// 6. Caller A never receives caller B's stored response.
+        Isolation = "isolation",
+        /// 7. Retries only when transient, within backoff, attempts, deadline and budget.
+        RetryDiscipline = "retry-discipline",
+        /// 8. No record swept before its window; no re-execution inside it.
+        Expiry = "expiry",
+        /// 9. Outbox messages published after commit, applied exactly once.
+        Outbox = "outbox",
+        /// Not in the list of docs/protocol.md §9, implied by its purpose: enough operations
+        /// are acknowledged (a fenced protocol that never finishes is useless).
+        Progress = "progress",
+        /// Not in the list either, implied by the store trait's contract: every
+        /// answer to an operation the protocol never asks for (a second
+        /// service's probe) is the reference model's.
+        StoreContract = "store-contract",
+    }
 }
 
 impl Property {
-    /// Every property, in the order of docs/protocol.md §9.
-    pub const ALL: [Property; 11] = [
-        Property::AtMostOnce,
-        Property::Liveness,
-        Property::Fencing,
-        Property::ReplayFidelity,
-        Property::StatusRules,
-        Property::Isolation,
-        Property::RetryDiscipline,
-        Property::Expiry,
-        Property::Outbox,
-        Property::Progress,
-        Property::StoreContract,
-    ];
-
-    /// The kebab-case name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Property::AtMostOnce => "at-most-once",
-            Property::Liveness => "liveness",
-            Property::Fencing => "fencing",
-            Property::ReplayFidelity => "replay-fidelity",
-            Property::StatusRules => "status-rules",
-            Property::Isolation => "isolation",
-            Property::RetryDiscipline => "retry-discipline",
-            Property::Expiry => "expiry",
-            Property::Outbox => "outbox",
-            Property::Progress => "progress",
-            Property::StoreContract => "store-contract",
-        }
-    }
-
-    /// Parses a kebab-case name.
-    pub fn from_name(name: &str) -> Option<Property> {
-        Property::ALL.into_iter().find(|p| p.name() == name)
-    }
-
     /// Runs this property's checker.
     pub fn check(self, history: &History, index: &Index) -> Vec<Violation> {
         match self {
