@@ -225,7 +225,8 @@ mod stress {
 
     #[test]
     fn embedded_stores_pass_stress() {
-        for name in ["mem", "sqlite"] {
+        let embedded = idemsim::target::StoreName::ALL.into_iter().filter(|s| !s.is_server());
+        for name in embedded.map(|s| s.name()) {
             let spec = StressSpec { requests: 300, ..StressSpec::default() };
             let target = StoreTarget::parse(name, None).unwrap();
             let report = stress(&spec, &target, None, Variant::Correct.protocol()).unwrap();

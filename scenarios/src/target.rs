@@ -12,6 +12,42 @@ use idemsim_store::{IdempotencyStore, MemStore, SqliteStore, StoreError, StoreFl
 use std::future::Future;
 use std::sync::Arc;
 
+idemsim_model::named_enum! {
+    /// The stores a command can name: the one list that `--store`'s
+    /// parsing, its error and every loop over stores read.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum StoreName {
+        /// The in-memory store.
+        Mem = "mem",
+        /// SQLite, in memory.
+        Sqlite = "sqlite",
+        /// PostgreSQL.
+        Pg = "pg",
+        /// MySQL or MariaDB.
+        MySql = "mysql",
+        /// Redis.
+        Redis = "redis",
+    }
+}
+
+impl StoreName {
+    /// A server the machine runs (a URL, a schema), not a store embedded in
+    /// the process.
+    pub fn is_server(self) -> bool {
+        match self {
+            StoreName::Mem | StoreName::Sqlite => false,
+            StoreName::Pg | StoreName::MySql | StoreName::Redis => true,
+        }
+    }
+
+    /// `mem, sqlite, pg, mysql or redis`.
+    pub fn listed() -> String {
+        let names: Vec<&str> = StoreName::ALL.iter().map(|s| s.name()).collect();
+        let (last, rest) = names.split_last().expect("stores");
+        format!("{} or {last}", rest.join(", "))
+    }
+}
+
 /// A store named on the command line.
 #[derive(Clone, Debug)]
 pub enum StoreTarget {
@@ -35,22 +71,22 @@ impl StoreTarget {
         let env = |var: &str, default: &str| {
             url.map(str::to_string).or_else(|| std::env::var(var).ok()).unwrap_or(default.into())
         };
-        if let ("mem" | "sqlite", Some(_)) = (name, url) {
+        let Some(kind) = StoreName::from_name(name) else {
+            return Err(crate::Error::Unknown {
+                what: "store",
+                name: name.to_string(),
+                hint: format!("expected {}", StoreName::listed()),
+            });
+        };
+        if !kind.is_server() && url.is_some() {
             return Err(crate::Error::Usage(format!("--url applies to the pg, mysql and redis stores, not to {name}")));
         }
-        let target = match name {
-            "mem" => StoreTarget::Mem,
-            "sqlite" => StoreTarget::Sqlite,
-            "pg" => StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")),
-            "mysql" => StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")),
-            "redis" => StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379")),
-            other => {
-                return Err(crate::Error::Unknown {
-                    what: "store",
-                    name: other.to_string(),
-                    hint: "expected mem, sqlite, pg, mysql or redis".into(),
-                })
-            }
+        let target = match kind {
+            StoreName::Mem => StoreTarget::Mem,
+            StoreName::Sqlite => StoreTarget::Sqlite,
+            StoreName::Pg => StoreTarget::Pg(env("IDEMSIM_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")),
+            StoreName::MySql => StoreTarget::MySql(env("IDEMSIM_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")),
+            StoreName::Redis => StoreTarget::Redis(env("IDEMSIM_REDIS_URL", "redis://127.0.0.1:6379")),
         };
         match target.built() {
             true => Ok(target),
@@ -71,12 +107,17 @@ impl StoreTarget {
 
     /// The short name.
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which store it is.
+    pub fn kind(&self) -> StoreName {
         match self {
-            StoreTarget::Mem => "mem",
-            StoreTarget::Sqlite => "sqlite",
-            StoreTarget::Pg(_) => "pg",
-            StoreTarget::MySql(_) => "mysql",
-            StoreTarget::Redis(_) => "redis",
+            StoreTarget::Mem => StoreName::Mem,
+            StoreTarget::Sqlite => StoreName::Sqlite,
+            StoreTarget::Pg(_) => StoreName::Pg,
+            StoreTarget::MySql(_) => StoreName::MySql,
+            StoreTarget::Redis(_) => StoreName::Redis,
         }
     }
 

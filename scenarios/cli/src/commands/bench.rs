@@ -50,10 +50,11 @@ pub fn exec(args: Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     if args.seeds == 0 || args.sweeps == 0 || args.seeds_max == 0 || args.scaling_seeds == 0 {
         return Err("--seeds, --sweeps, --seeds-max and --scaling-seeds must be positive".into());
     }
-    let stress_target = match args.stress_store.as_str() {
-        "none" => None,
-        name @ ("pg" | "mysql" | "redis") => Some(StoreTarget::parse(name, None).line()?),
-        other => return Err(format!("--stress-store takes pg, mysql, redis or none, not '{other}'")),
+    let server = idemsim::target::StoreName::from_name(&args.stress_store).filter(|s| s.is_server());
+    let stress_target = match (args.stress_store.as_str(), server) {
+        ("none", _) => None,
+        (name, Some(_)) => Some(StoreTarget::parse(name, None).line()?),
+        (other, None) => return Err(format!("--stress-store takes pg, mysql, redis or none, not '{other}'")),
     };
     let out_path =
         args.out.as_deref().map(|p| idemsim::output::prepare(p, &["json"], "the bench report")).transpose().line()?;
