@@ -7,7 +7,7 @@ use idemsim::sim::{StoreKind, Subject};
 use idemsim::sweep::SweepReport;
 
 #[derive(clap::Args, Debug)]
-pub struct Target {
+pub struct ScenarioArgs {
     /// Scenario name (see `idemsim list`).
     #[arg(long, default_value = "default", conflicts_with = "file")]
     pub scenario: String,
@@ -72,7 +72,7 @@ pub fn scenario(name: &str) -> Result<Scenario, String> {
         .ok_or_else(|| format!("unknown scenario '{name}'; `idemsim list` shows the scenarios"))
 }
 
-pub fn target_scenario(target: &Target) -> Result<Scenario, String> {
+pub fn target_scenario(target: &ScenarioArgs) -> Result<Scenario, String> {
     match &target.file {
         Some(path) => Scenario::from_file(path).line(),
         None => scenario(&target.scenario),
@@ -81,7 +81,7 @@ pub fn target_scenario(target: &Target) -> Result<Scenario, String> {
 
 /// The variant a command runs: the flag, else the one a shrunk file
 /// reproduces, else `correct`; checked against the scenario.
-pub fn variant_of(target: &Target, scenario: &Scenario) -> Result<String, String> {
+pub fn variant_of(target: &ScenarioArgs, scenario: &Scenario) -> Result<String, String> {
     let from_file = scenario.reproduces.as_ref().map(|r| r.variant.clone());
     let name = target.variant.clone().or(from_file).unwrap_or_else(|| "correct".into());
     scenario.steps_of(&name).line()?;
@@ -92,7 +92,7 @@ pub fn variant_of(target: &Target, scenario: &Scenario) -> Result<String, String
 /// reproduces, else mem. A file that reproduces a run on another store,
 /// or of a protocol of the user's own (which only their program has), is
 /// refused in one line naming both.
-pub fn subject_of(target: &Target, scenario: &Scenario) -> Result<Subject, String> {
+pub fn subject_of(target: &ScenarioArgs, scenario: &Scenario) -> Result<Subject, String> {
     let Some(reproduces) = &scenario.reproduces else {
         return Ok(target.store.unwrap_or(StoreKind::Mem).into());
     };

@@ -12,7 +12,7 @@ use super::*;
 /// no execution, is stuck (progress).
 pub(super) async fn late_replays(
     spec: &HttpSpec,
-    target: &Arc<Target>,
+    target: &Arc<Service>,
     rec: &Arc<Recorder>,
     last_op: u32,
     deadline: Instant,
@@ -44,7 +44,7 @@ pub(super) async fn late_replays(
         if request.key.is_some() && distinct.insert(request) {
             next += 1;
             let late =
-                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: Fault::None };
+                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-replay", fault: ProxyFault::None };
             ops.push((late, 0));
         }
     }
@@ -56,7 +56,7 @@ pub(super) async fn late_replays(
         if request.key.is_some() && distinct.insert(request) {
             next += 1;
             let probe =
-                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-probe", fault: Fault::None };
+                PlannedOp { op: OpId(next), request: request.clone(), attack: "late-probe", fault: ProxyFault::None };
             ops.push((probe, (*first_ms).max(called_ms).saturating_add(after_ms)));
         }
     }
@@ -86,7 +86,7 @@ pub(super) async fn late_replays(
 
 /// Reads the service's local effects for every key sent; `true` when the
 /// service listed them.
-pub(super) async fn local_effects(target: &Target, url: &str, rec: &Recorder) -> bool {
+pub(super) async fn local_effects(target: &Service, url: &str, rec: &Recorder) -> bool {
     let seen = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut slots: BTreeSet<(String, String, String, String)> = BTreeSet::new();
     let mut keys: BTreeSet<(String, String)> = BTreeSet::new();

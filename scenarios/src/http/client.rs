@@ -7,8 +7,8 @@
 //! proxy's copy is recorded), or reset the connection shortly after the
 //! send, whether or not the service is still working.
 
-use super::workload::{Fault, PlannedOp};
-use super::{Recorder, Target};
+use super::workload::{PlannedOp, ProxyFault};
+use super::{Recorder, Service};
 use async_trait::async_trait;
 use idemsim_model::history::{Answer, RetryCause};
 use idemsim_model::outside::Seen;
@@ -49,7 +49,7 @@ pub enum Outcome {
 
 /// Sends one request to the target and reads the answer (bounded in size
 /// and by the target's timeout).
-pub async fn exchange(target: &Target, request: &Request) -> Outcome {
+pub async fn exchange(target: &Service, request: &Request) -> Outcome {
     let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap_or(reqwest::Method::POST);
     let mut send = target
         .http
@@ -82,7 +82,7 @@ pub async fn exchange(target: &Target, request: &Request) -> Outcome {
 
 /// One operation's client.
 pub struct HttpClient {
-    target: Arc<Target>,
+    target: Arc<Service>,
     rec: Arc<Recorder>,
     op: PlannedOp,
     policy: RetryPolicy,
@@ -93,7 +93,7 @@ pub struct HttpClient {
 
 impl HttpClient {
     /// A client for `op`.
-    pub fn new(target: Arc<Target>, rec: Arc<Recorder>, op: PlannedOp, policy: RetryPolicy) -> HttpClient {
+    pub fn new(target: Arc<Service>, rec: Arc<Recorder>, op: PlannedOp, policy: RetryPolicy) -> HttpClient {
         let rng = Mutex::new(stream(u64::from(op.op.0), Stream::Clients));
         HttpClient { target, rec, op, policy, rng, lost: Mutex::default() }
     }
@@ -140,17 +140,17 @@ impl ClientEnv for HttpClient {
     }
 
     async fn send(&self, req: RequestId, _to: NodeId, request: Request) -> Option<Reply> {
-        let fault = if req.try_no.0 == 1 { self.op.fault } else { Fault::None };
+        let fault = if req.try_no.0 == 1 { self.op.fault } else { ProxyFault::None };
         let outcome = match fault {
-            Fault::None => exchange(&self.target, &request).await,
-            Fault::DropResponse => match exchange(&self.target, &request).await {
+            ProxyFault::None => exchange(&self.target, &request).await,
+            ProxyFault::DropResponse => match exchange(&self.target, &request).await {
                 Outcome::Answer(r, _) => {
                     self.rec.answered();
                     return self.lose("the proxy dropped the service's answer".into(), Some(r));
                 }
                 lost => lost,
             },
-            Fault::Reset { after_ms } => {
+            ProxyFault::Reset { after_ms } => {
                 match tokio::time::timeout(Duration::from_millis(after_ms), exchange(&self.target, &request)).await {
                     Ok(outcome) => outcome,
                     Err(_) => {

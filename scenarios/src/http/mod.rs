@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use workload::{Attack, Fault, PlannedOp};
+use workload::{Attack, PlannedOp, ProxyFault};
 
 use after::*;
 pub use recorder::*;
@@ -103,8 +103,8 @@ impl HttpSpec {
     }
 }
 
-/// The target, as the client reaches it.
-pub struct Target {
+/// The service under test, as the client reaches it.
+pub struct Service {
     /// Base URL without a trailing slash.
     pub base: String,
     /// The HTTP client (one connection per request, bounded by the timeout).
@@ -119,7 +119,7 @@ pub struct Target {
     pub tenant_values: BTreeMap<String, String>,
 }
 
-impl Target {
+impl Service {
     /// The header value that names `tenant`.
     pub fn tenant_header_value(&self, tenant: &str) -> String {
         config::tenant_header_value(&self.tenant_value, &self.tenant_values, tenant)
@@ -270,7 +270,7 @@ fn start(spec: &HttpSpec, base: String) -> Result<HttpReport, crate::Error> {
         .no_proxy()
         .build()
         .map_err(|e| crate::Error::Service(format!("cannot build an HTTP client: {e}")))?;
-    let target = Arc::new(Target {
+    let target = Arc::new(Service {
         base: base.clone(),
         http,
         key_header: config.key_header.clone(),
@@ -330,7 +330,7 @@ fn run_tag() -> String {
 
 /// The preflight (see [`HttpConfig::preflight`]): the target must answer
 /// HTTP, within the timeout, and not an HTML page.
-async fn preflight(target: &Target, config: &HttpConfig) -> Result<(), String> {
+async fn preflight(target: &Service, config: &HttpConfig) -> Result<(), String> {
     let Some((method, path, with_body)) = config.preflight_request() else { return Ok(()) };
     let body = match with_body {
         true => config::body(&config.endpoints[0].body, 1, "idemsim-preflight"),
@@ -395,7 +395,7 @@ fn policy(spec: &HttpSpec) -> RetryPolicy {
 /// that succeeded once more. `Some(why)` when it stopped early.
 async fn drive(
     spec: &HttpSpec,
-    target: &Arc<Target>,
+    target: &Arc<Service>,
     rec: &Arc<Recorder>,
     groups: Vec<workload::Group>,
 ) -> Option<String> {

@@ -88,7 +88,7 @@ impl Attack {
 
 /// What the proxy does to an operation's first try.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub enum ProxyFault {
     /// Nothing.
     None,
     /// Forward, let the service answer, drop the answer.
@@ -119,7 +119,7 @@ pub struct PlannedOp {
     /// The attack it belongs to (the late replay has its own name).
     pub attack: &'static str,
     /// The proxy's fault on the first try.
-    pub fault: Fault,
+    pub fault: ProxyFault,
 }
 
 /// One attack on one key: stages run one after another, the operations
@@ -199,7 +199,7 @@ impl Builder<'_> {
         format!("{}-r{}", self.tag, self.next_ref)
     }
 
-    fn op(&mut self, shape: &Shape, attack: Attack, fault: Fault) -> PlannedOp {
+    fn op(&mut self, shape: &Shape, attack: Attack, fault: ProxyFault) -> PlannedOp {
         self.next_op += 1;
         let e = &self.config.endpoints[shape.endpoint];
         let template = match shape.invalid {
@@ -240,42 +240,42 @@ impl Builder<'_> {
         let stages = match attack {
             Attack::ConcurrentDuplicates => {
                 let n = between(&mut self.rng, 2, 4);
-                vec![(0..n).map(|_| self.op(&first, attack, Fault::None)).collect()]
+                vec![(0..n).map(|_| self.op(&first, attack, ProxyFault::None)).collect()]
             }
-            Attack::SequentialRetries => vec![one(self, &first, Fault::None), one(self, &first, Fault::None)],
-            Attack::LostResponse => vec![one(self, &first, Fault::DropResponse)],
+            Attack::SequentialRetries => vec![one(self, &first, ProxyFault::None), one(self, &first, ProxyFault::None)],
+            Attack::LostResponse => vec![one(self, &first, ProxyFault::DropResponse)],
             Attack::ResetConnection => {
                 let after_ms = between(&mut self.faults, 0, 30);
-                vec![one(self, &first, Fault::Reset { after_ms })]
+                vec![one(self, &first, ProxyFault::Reset { after_ms })]
             }
             Attack::ChangedBody => {
                 let changed = Shape { amount: first.amount + 1, reference: self.reference(), ..first.clone() };
-                vec![one(self, &first, Fault::None), one(self, &changed, Fault::None)]
+                vec![one(self, &first, ProxyFault::None), one(self, &changed, ProxyFault::None)]
             }
             Attack::OtherEndpoint => {
                 let n = self.config.endpoints.len();
                 let other = (first.endpoint + 1 + self.rng.gen_range(0..n - 1)) % n;
                 let moved = Shape { endpoint: other, reference: self.reference(), ..first.clone() };
-                vec![one(self, &first, Fault::None), one(self, &moved, Fault::None)]
+                vec![one(self, &first, ProxyFault::None), one(self, &moved, ProxyFault::None)]
             }
             Attack::OtherTenant => {
                 let n = self.config.tenants.len();
                 let other = (first.tenant + 1 + self.rng.gen_range(0..n - 1)) % n;
                 let moved = Shape { tenant: other, reference: self.reference(), ..first.clone() };
-                vec![one(self, &first, Fault::None), one(self, &moved, Fault::None)]
+                vec![one(self, &first, ProxyFault::None), one(self, &moved, ProxyFault::None)]
             }
-            Attack::MissingKey => vec![one(self, &first, Fault::None)],
+            Attack::MissingKey => vec![one(self, &first, ProxyFault::None)],
             Attack::InvalidThenCorrected => {
                 let invalid = Shape { invalid: true, reference: self.reference(), ..first.clone() };
-                vec![one(self, &invalid, Fault::None), one(self, &first, Fault::None)]
+                vec![one(self, &invalid, ProxyFault::None), one(self, &first, ProxyFault::None)]
             }
             Attack::SlowProvider => {
                 self.plan.provider.insert(first.reference.clone(), ProviderPlan::Slow(self.slow_ms));
-                vec![vec![self.op(&first, attack, Fault::None), self.op(&first, attack, Fault::None)]]
+                vec![vec![self.op(&first, attack, ProxyFault::None), self.op(&first, attack, ProxyFault::None)]]
             }
             Attack::ProviderFails => {
                 self.plan.provider.insert(first.reference.clone(), ProviderPlan::Fail);
-                vec![one(self, &first, Fault::None)]
+                vec![one(self, &first, ProxyFault::None)]
             }
         };
         Group { attack, stages }

@@ -93,9 +93,9 @@ pub struct SideBySide {
     pub ratio: f64,
 }
 
-/// A target with its mark.
+/// A figure `bench` measures, its goal and whether it meets it.
 #[derive(Clone, Debug, Serialize)]
-pub struct Target {
+pub struct Figure {
     /// What is measured.
     pub name: String,
     /// The figure.
@@ -150,7 +150,7 @@ pub struct BenchReport {
     /// history of 10,000 operations of 16 callers on the mem store.
     pub linearizability_ms: f64,
     /// Targets and marks.
-    pub targets: Vec<Target>,
+    pub targets: Vec<Figure>,
     /// Stopped by Ctrl-C: the figures are partial and judged by no target.
     pub interrupted: bool,
 }
@@ -395,7 +395,7 @@ pub fn bench(spec: &BenchSpec, say: &dyn Fn(&str)) -> Result<BenchReport, String
                 Speed { seeds_per_sec, events_per_sec, sim_to_wall_ratio, expiry_ms_per_sim_day, jobs, peak_rss_mib };
             let mut t = targets(&speed, &detail);
             t.extend(instructions.as_ref().map(instruction_target));
-            t.push(Target {
+            t.push(Figure {
                 name: "linearizability check, 10,000 ops of 16 callers (ms)".into(),
                 value: linearizability_ms,
                 goal: "< 10000 ms".into(),
@@ -446,8 +446,8 @@ fn linearizability_ms() -> Result<f64, String> {
     }
 }
 
-fn instruction_target(i: &crate::instructions::Instructions) -> Target {
-    Target {
+fn instruction_target(i: &crate::instructions::Instructions) -> Figure {
+    Figure {
         name: "instructions per default seed (callgrind)".into(),
         value: i.per_seed,
         goal: format!("<= 2x the madsim floor, {:.0}", 2.0 * i.floor_per_seed),

@@ -14,9 +14,9 @@ pub(super) struct Speed {
 
 /// The targets of #17 (seeds, events, time to first failure, jobs, memory)
 /// and of the benchmarks issue before it (simulated time per wall time).
-pub(super) fn targets(s: &Speed, detail: &BTreeMap<String, Ttff>) -> Vec<Target> {
+pub(super) fn targets(s: &Speed, detail: &BTreeMap<String, Ttff>) -> Vec<Figure> {
     let t =
-        |name: &str, value: f64, goal: &str, pass: bool| Target { name: name.into(), value, goal: goal.into(), pass };
+        |name: &str, value: f64, goal: &str, pass: bool| Figure { name: name.into(), value, goal: goal.into(), pass };
     let worst_median =
         detail.values().map(|d| if d.found == d.sweeps { d.median_ms } else { f64::INFINITY }).fold(0.0, f64::max);
     vec![

@@ -1,7 +1,7 @@
 //! `idemsim replay`: re-run one seed and print its timeline and story, or
 //! write its trace or an HTML timeline.
 
-use crate::args::{target_scenario, variant_of, OneLine, Target};
+use crate::args::{target_scenario, variant_of, OneLine, ScenarioArgs};
 use crate::{EXIT_CLEAN, EXIT_VIOLATION};
 use idemsim::sim::{run_seed, to_jsonl, trace_hash};
 use std::io::Write;
@@ -9,7 +9,7 @@ use std::io::Write;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: Target,
+    target: ScenarioArgs,
     /// The seed to replay (for a shrunk file, the seed it reproduces).
     #[arg(long)]
     seed: Option<u64>,

@@ -1,7 +1,7 @@
 //! `idemsim run`: sweep seeds of a scenario, report violations and coverage,
 //! and shrink the first failing seed if asked.
 
-use crate::args::{exit_code, parse_shard, target_scenario, variant_of, OneLine, Shard, Target};
+use crate::args::{exit_code, parse_shard, target_scenario, variant_of, OneLine, ScenarioArgs, Shard};
 use crate::progress::Progress;
 use crate::{EXIT_CLEAN, EXIT_INTERRUPTED, EXIT_VIOLATION};
 use idemsim::sweep::parse_seeds;
@@ -12,7 +12,7 @@ use std::ops::Range;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: Target,
+    target: ScenarioArgs,
     /// Seeds to sweep, as A..B (B excluded).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_seeds, conflicts_with = "seed", default_value = "0..1000")]
     seeds: Range<u64>,

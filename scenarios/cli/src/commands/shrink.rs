@@ -1,6 +1,6 @@
 //! `idemsim shrink`: cut a failing seed down to a minimal scenario file.
 
-use crate::args::{target_scenario, variant_of, OneLine, Target};
+use crate::args::{target_scenario, variant_of, OneLine, ScenarioArgs};
 use crate::EXIT_VIOLATION;
 use idemsim::program::{program, quoted};
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::io::Write;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: Target,
+    target: ScenarioArgs,
     /// The failing seed.
     #[arg(long)]
     seed: u64,
