@@ -4,7 +4,7 @@
 //! livelock on every seed. docs/scenarios.md lists the same table.
 
 use crate::config::{ConfigError, SimConfig};
-use crate::plan::{FaultAction, TimedFault};
+use crate::faults::plan::{FaultAction, TimedFault};
 
 /// A day, in milliseconds.
 pub const DAY_MS: u64 = 86_400_000;

@@ -317,7 +317,7 @@ impl SimulatedHistory {
             Verdict::NotLinearizable { scope, .. } | Verdict::Unknown { scope } => Some(scope),
             Verdict::Linearizable => None,
         };
-        crate::history_html::render(&title, &self.history, scope, self.witness.as_ref())
+        crate::render::history_html::render(&title, &self.history, scope, self.witness.as_ref())
     }
 
     /// Operations whose answer was lost.

@@ -2,8 +2,8 @@
 //! plus a name and a lesson; every field has a default, so a scenario file
 //! names only what it changes.
 
-use crate::plan::TimedFault;
-use crate::swarm::FaultProfile;
+use crate::faults::plan::TimedFault;
+use crate::faults::swarm::FaultProfile;
 use crate::variant::Steps;
 use crate::workload::Operation;
 use idemsim_model::RunMeta;
@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn a_site_fault_must_name_a_node_that_executes() {
-        use crate::plan::{FaultAction, TimedFault};
+        use crate::faults::plan::{FaultAction, TimedFault};
         use idemsim_model::NodeId;
         let with = |action: FaultAction| SimConfig {
             faults: FaultSettings::Scheduled {
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn every_valid_workload_fits_the_default_step_budget_and_counts_have_bounds() {
-        use crate::plan::{FaultAction, TimedFault};
+        use crate::faults::plan::{FaultAction, TimedFault};
         let b = Budgets::default();
         assert_eq!(b.steps_for(50), STEPS_MIN);
         assert_eq!(b.steps_for(100_000), 100_000 * STEPS_PER_OPERATION);

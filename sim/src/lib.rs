@@ -30,50 +30,29 @@ compile_error!(
      an explicit RUSTFLAGS in your environment overrides that file, so add `--cfg madsim` to it."
 );
 
-mod agenda;
-mod alarm;
-mod answers;
-mod background;
 pub mod bounds;
-mod client;
 pub mod concurrent;
 pub mod config;
-mod db;
-mod disk;
-mod downstream;
-mod env;
 pub mod explore;
 mod faults;
 pub mod floor;
-pub mod history_html;
-pub mod html;
-mod mailbox;
-mod msg;
-mod net;
-mod node;
-mod nodes;
 mod occurrences;
-pub mod plan;
-mod probe;
 pub use idemsim_protocol as protocol;
+mod nodes;
+mod render;
 pub mod rng;
 mod run;
-mod run_clock;
-mod server;
-pub mod story;
+mod runtime;
 mod subject;
-pub mod swarm;
-pub mod timeline;
 pub mod timing;
-pub mod trace;
 pub use idemsim_protocol::variant;
-mod wakeups;
 mod worker_memo;
 pub mod workload;
-mod world;
 
 pub use config::{ConfigError, Durability, FaultSettings, ProtocolSettings, RetryAfter, SimConfig};
+pub use faults::{plan, swarm};
 pub use protocol::{execution, Protocol};
+pub use render::{history_html, html, story, timeline, trace};
 pub use run::{
     draws, followed, run_seed, run_seed_here, ProtocolFactory, RunError, RunOutcome, StoreFactory, StoreKind, Subject,
 };

@@ -2,13 +2,15 @@
 //! fault phase and the heal phase on madsim, then judge the history.
 
 use crate::config::{ConfigError, Durability, FaultSettings, SimConfig};
-use crate::node::Node;
-use crate::plan::{FaultAction, TimedFault};
+use crate::faults::plan::{FaultAction, TimedFault};
+use crate::faults::swarm::FaultProfile;
+use crate::faults::verbs as faults;
+use crate::nodes::{background, client, db, disk, downstream, server};
+use crate::render::trace;
 use crate::rng::{child_seed, stream, Keyed, Stream};
-use crate::swarm::FaultProfile;
+use crate::runtime::node::Node;
+use crate::runtime::world::{Action, Sim, World};
 use crate::workload::Operation;
-use crate::world::{Action, Sim, World};
-use crate::{background, client, db, disk, downstream, faults, server, trace};
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use idemsim_model::history::Phase;
@@ -147,7 +149,7 @@ fn draws_at(config: &SimConfig, lease_ms: u64, seed: u64) -> (FaultProfile, Vec<
                 FaultSettings::Pinned(p) => p.clone(),
                 _ => FaultProfile::calm(),
             };
-            let plan = crate::plan::draw(config, &profile, &mut stream(seed, Stream::Plan));
+            let plan = crate::faults::plan::draw(config, &profile, &mut stream(seed, Stream::Plan));
             (profile, plan)
         }
     };
@@ -228,7 +230,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         ledger: Default::default(),
         consumed: Default::default(),
         buckets: BTreeMap::new(),
-        received: crate::world::Lookup::with_capacity_and_hasher(ops.len() * 4, Default::default()),
+        received: crate::runtime::world::Lookup::with_capacity_and_hasher(ops.len() * 4, Default::default()),
         calls: Default::default(),
         responses: Default::default(),
         op_clients,
@@ -247,7 +249,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     let rt =
         madsim::runtime::Runtime::with_seed_and_config(child_seed(seed, Stream::Scheduler), madsim::Config::default());
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(controller(sim.clone(), plan, ops, abort_rx))));
-    crate::world::forget_clock();
+    crate::runtime::world::forget_clock();
     drop(rt);
     let (history, aborted) = sim.with(|w| {
         if w.store_calls_waiting > 0 && w.aborted.is_none() {
@@ -310,8 +312,8 @@ fn history_for(config: &SimConfig, lease_ms: u64, ops: usize) -> History {
 }
 
 async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut abort: oneshot::Receiver<String>) {
-    crate::world::keep_clock();
-    sim.with(|w| w.clock = Some(crate::world::RunClock::current()));
+    crate::runtime::world::keep_clock();
+    sim.with(|w| w.clock = Some(crate::runtime::world::RunClock::current()));
     madsim::task::spawn_local(faults::agenda(sim.clone()));
     spawn_nodes(&sim, ops);
     let (fault_ms, heal_ms) = sim.with(|w| {
@@ -411,7 +413,7 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
     }
 }
 
-fn ignore(_: &Node, _: Box<crate::msg::Msg>) {}
+fn ignore(_: &Node, _: Box<crate::runtime::msg::Msg>) {}
 
 /// Every scope the workload's requests use, sorted, each once.
 fn probe_scopes(ops: &[Operation]) -> Vec<idemsim_model::Scope> {
@@ -422,7 +424,7 @@ fn probe_scopes(ops: &[Operation]) -> Vec<idemsim_model::Scope> {
 }
 
 async fn play(sim: Sim, id: NodeId, role: Role) {
-    let (handle, at_once): (crate::node::Handler, bool) = match role {
+    let (handle, at_once): (crate::runtime::node::Handler, bool) = match role {
         Role::Server => (server::handle, false),
         Role::Db => (db::handle, true),
         Role::Dependency => (downstream::handle_dependency, true),
@@ -430,7 +432,7 @@ async fn play(sim: Sim, id: NodeId, role: Role) {
         Role::Relay => (background::handle_relay, true),
         _ => (ignore, true),
     };
-    let node = Node::start(sim, id, crate::node::Handling { handle, at_once });
+    let node = Node::start(sim, id, crate::runtime::node::Handling { handle, at_once });
     match role {
         Role::Db => {
             // The second service runs beside the database, on its machine.

@@ -23,9 +23,9 @@
 //! keeps the configured lease.
 
 use crate::config::{FaultSettings, SimConfig};
-use crate::plan::{FaultAction, TimedFault};
+use crate::faults::plan::{FaultAction, TimedFault};
+use crate::faults::swarm::FaultProfile;
 use crate::protocol::Protocol;
-use crate::swarm::FaultProfile;
 
 /// The longest lease the timing follows (15 minutes).
 pub const FOLLOWED_LEASE_MAX_MS: u64 = 15 * 60_000;

@@ -26,7 +26,7 @@ pub(crate) struct Alarm {
 impl Alarm {
     /// An alarm `ms` from now.
     pub fn after_ms(ms: u64) -> Alarm {
-        Alarm { sleep: crate::world::sleep_ms_from_now(ms), armed: false }
+        Alarm { sleep: crate::runtime::world::sleep_ms_from_now(ms), armed: false }
     }
 
     /// True once the deadline has passed; otherwise makes sure (once) that

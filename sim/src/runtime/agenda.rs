@@ -4,7 +4,7 @@
 //! once (a push and a pop) and a heap does that for a fraction of a
 //! B-tree's cost.
 
-use crate::world::{Action, Waiter};
+use crate::runtime::world::{Action, Waiter};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 

@@ -5,12 +5,12 @@
 //! moment.
 
 use crate::config::{ProtocolSettings, SimConfig};
-use crate::msg::origin_key;
-use crate::msg::{CallBody, Msg, ReplyBody};
-use crate::node::{sleep_ms, Node};
-use crate::plan::FaultAction;
+use crate::faults::plan::FaultAction;
 use crate::protocol::{ChargeAnswer, ClientEnv, Env, FaultSite, KeyLock, Proceed, Reply, StoreOp, StoreReply};
-use crate::world::{true_now, Sim, World};
+use crate::runtime::msg::origin_key;
+use crate::runtime::msg::{CallBody, Msg, ReplyBody};
+use crate::runtime::node::{sleep_ms, Node};
+use crate::runtime::world::{true_now, Sim, World};
 use async_trait::async_trait;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{

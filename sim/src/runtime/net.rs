@@ -11,9 +11,9 @@
 //! decides every copy's fate up front from the network stream, and the
 //! agenda task delivers each copy into the receiver's mailbox at its time.
 
-use crate::msg::Msg;
-use crate::node::Handler;
-use crate::world::{Action, Sim, World};
+use crate::runtime::msg::Msg;
+use crate::runtime::node::Handler;
+use crate::runtime::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 
@@ -68,7 +68,7 @@ impl World {
     /// Puts a message into `to`'s mailbox, unless `to` is down or cut off.
     /// A message whose handler runs at once, for a node whose receive loop
     /// would take it next, comes back with the handler instead, for the
-    /// caller to run outside the world's lock ([`crate::node::Handling`]).
+    /// caller to run outside the world's lock ([`crate::runtime::node::Handling`]).
     pub fn deliver(&mut self, from: NodeId, to: NodeId, msg: Box<Msg>) -> Option<(Handler, Box<Msg>)> {
         let Some(node) = self.nodes.get(&to) else {
             self.dropped(from, to, &msg, "no such node");
@@ -110,7 +110,7 @@ impl World {
     fn dropped(&mut self, from: NodeId, to: NodeId, msg: &Msg, why: &str) {
         let mut what = String::with_capacity(48);
         msg.describe_into(&mut what);
-        crate::msg::push(&mut what, &[" (", why, ")"]);
+        crate::runtime::msg::push(&mut what, &[" (", why, ")"]);
         self.record(from, Event::Fault(Fault::Dropped { from, to, what }));
     }
 }

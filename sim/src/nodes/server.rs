@@ -2,9 +2,9 @@
 //! protocol core's handler in the simulator's environment and sends the
 //! answer back.
 
-use crate::env::SimEnv;
-use crate::msg::Msg;
-use crate::node::Node;
+use crate::nodes::env::SimEnv;
+use crate::runtime::msg::Msg;
+use crate::runtime::node::Node;
 use idemsim_model::history::Origin;
 
 /// The server's message handler: each request gets its own task.

@@ -11,7 +11,7 @@
 //! (it may refuse an odd operation so); a panic fails the run, as in any
 //! operation.
 
-use crate::node::Node;
+use crate::runtime::node::Node;
 use futures::FutureExt;
 use idemsim_model::probe::{Probe, ProbeAnswer, Probed};
 use idemsim_model::{Event, NodeId, Scope};

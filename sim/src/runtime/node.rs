@@ -1,9 +1,9 @@
 //! A node's runtime: its mailbox loop, and calls with replies and timeouts.
 
-use crate::answers::Awaiting;
-use crate::mailbox::{mailbox, Receiver};
-use crate::msg::{CallBody, CallId, Msg, ReplyBody};
-use crate::world::{Sim, Waiter};
+use crate::runtime::answers::Awaiting;
+use crate::runtime::mailbox::{mailbox, Receiver};
+use crate::runtime::msg::{CallBody, CallId, Msg, ReplyBody};
+use crate::runtime::world::{Sim, Waiter};
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
 use std::rc::Rc;
@@ -94,7 +94,7 @@ impl Node {
         // (and its reply's) do not depend on how many calls came before.
         // One step: register, send, and set the deadline.
         let mut w = self.sim.lock();
-        let what = crate::rng::key(&[crate::msg::origin_key(*origin)]);
+        let what = crate::rng::key(&[crate::runtime::msg::origin_key(*origin)]);
         let mut id = w.fresh_key(what);
         while w.calls.holds(&id) {
             id = crate::rng::key(&[id]);
@@ -137,5 +137,5 @@ impl Node {
 
 /// Sleeps `ms` of simulated time.
 pub(crate) async fn sleep_ms(ms: u64) {
-    crate::alarm::Alarm::after_ms(ms).await;
+    crate::runtime::alarm::Alarm::after_ms(ms).await;
 }

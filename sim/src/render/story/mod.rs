@@ -3,7 +3,7 @@
 //! which lease ran out, which write landed), the faults that hit the nodes
 //! in it, and the property it breaks.
 
-use crate::timeline::describe;
+use crate::render::timeline::describe;
 use idemsim_model::checker::Index;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{Event, History, IdempotencyKey, NodeId, OpId, SimTime, Violation};

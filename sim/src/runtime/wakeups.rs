@@ -8,7 +8,7 @@
 //! whose actions are gone (an answered waiter's deadline); it then finds
 //! nothing due and sleeps again.
 
-use crate::world::RunClock;
+use crate::runtime::world::RunClock;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Waker};

@@ -5,10 +5,10 @@
 //! held across an `await`, so each access is one atomic step of the run.
 
 use crate::config::SimConfig;
-use crate::msg::Msg;
-use crate::plan::FaultAction;
+use crate::faults::plan::FaultAction;
+use crate::faults::swarm::FaultProfile;
 use crate::rng::Keyed;
-use crate::swarm::FaultProfile;
+use crate::runtime::msg::Msg;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
@@ -65,7 +65,7 @@ pub(crate) enum Action {
 /// millisecond, so an answer that arrives then wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Waiter {
-    Call(crate::msg::CallId),
+    Call(crate::runtime::msg::CallId),
     Response(NodeId, idemsim_model::RequestId),
 }
 
@@ -75,10 +75,10 @@ pub(crate) struct NodeState {
     pub madsim: Option<madsim::runtime::NodeHandle>,
     pub up: bool,
     pub paused: bool,
-    pub mailbox: Option<crate::mailbox::Sender<Box<Msg>>>,
+    pub mailbox: Option<crate::runtime::mailbox::Sender<Box<Msg>>>,
     /// The node's handler, when it may run at delivery
-    /// ([`crate::node::Handling::at_once`]).
-    pub at_once: Option<crate::node::Handler>,
+    /// ([`crate::runtime::node::Handling::at_once`]).
+    pub at_once: Option<crate::runtime::node::Handler>,
     pub cut_out: bool,
     pub cut_in: bool,
     pub offset_ms: i64,
@@ -107,10 +107,10 @@ pub(crate) struct World {
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
     pub faults_on: bool,
-    pub nodes: crate::nodes::NodeTable,
-    pub agenda: crate::agenda::Agenda,
+    pub nodes: crate::runtime::node_table::NodeTable,
+    pub agenda: crate::runtime::agenda::Agenda,
     /// What wakes the agenda task.
-    pub wakeups: crate::wakeups::Wakeups,
+    pub wakeups: crate::runtime::wakeups::Wakeups,
     /// The run is over: the agenda task returns.
     pub stopping: bool,
     pub steps: u64,
@@ -142,10 +142,10 @@ pub(crate) struct World {
     /// Store operations the database node is still waiting for.
     pub store_calls_waiting: u32,
     /// Those of them not yet given a task on the database node.
-    pub store_ops_waiting: Vec<crate::db::Waiting>,
+    pub store_ops_waiting: Vec<crate::nodes::db::Waiting>,
     /// Planned faults that wait for a fault site (earliest first): see
     /// [`FaultAction::at_site`].
-    pub site_faults: Vec<crate::plan::TimedFault>,
+    pub site_faults: Vec<crate::faults::plan::TimedFault>,
     /// Write-back durability is on and the store opted in to it.
     pub write_back: bool,
     /// The store has synced at least once (a crash before goes back to
@@ -176,16 +176,20 @@ fn waits(calls: &CallWaits, responses: &ResponseWaits, waiter: Waiter) -> bool {
 }
 
 /// Waits for replies to calls, by call id.
-pub(crate) type CallWaits =
-    crate::answers::Answers<crate::msg::CallId, crate::msg::ReplyBody, std::hash::BuildHasherDefault<PassThrough>>;
+pub(crate) type CallWaits = crate::runtime::answers::Answers<
+    crate::runtime::msg::CallId,
+    crate::runtime::msg::ReplyBody,
+    std::hash::BuildHasherDefault<PassThrough>,
+>;
 /// Clients' waits for responses, by node and request.
-pub(crate) type ResponseWaits = crate::answers::Answers<(NodeId, RequestId), Box<Msg>, foldhash::fast::FixedState>;
+pub(crate) type ResponseWaits =
+    crate::runtime::answers::Answers<(NodeId, RequestId), Box<Msg>, foldhash::fast::FixedState>;
 
 /// A cheap, cloneable handle on the world.
 #[derive(Clone)]
 pub(crate) struct Sim(Arc<Mutex<World>>);
 
-pub(crate) use crate::run_clock::{forget_clock, keep_clock, sleep_ms_from_now, true_now, RunClock};
+pub(crate) use crate::runtime::run_clock::{forget_clock, keep_clock, sleep_ms_from_now, true_now, RunClock};
 
 impl Sim {
     pub fn new(world: World) -> Sim {
@@ -206,7 +210,7 @@ impl Sim {
             if taken {
                 return;
             }
-            crate::node::sleep_ms(1).await;
+            crate::runtime::node::sleep_ms(1).await;
         }
     }
 
@@ -289,7 +293,7 @@ impl World {
     fn log_last(&self) {
         if let Some(entry) = self.history.entries.last() {
             let (node, at) = (entry.node, entry.at);
-            tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::timeline::describe(&entry.event));
+            tracing::debug!(target: "idemsim", %node, at = %at, "{}", crate::render::timeline::describe(&entry.event));
         }
     }
 
@@ -403,29 +407,29 @@ impl World {
     /// The agenda's next step at `now_ms`: the next action due (expired
     /// waiters stop waiting on the way), or else to wait, with a timer
     /// armed for its earliest entry.
-    pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::Step {
-        use crate::agenda::Due;
+    pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::verbs::Step {
+        use crate::runtime::agenda::Due;
         loop {
             let (calls, responses) = (&self.calls, &self.responses);
             match self.agenda.pop_due(now_ms, |waiter| waits(calls, responses, waiter)) {
                 Some(Due::Expire(waiter)) => self.expire(waiter),
-                Some(Due::Action(action)) => return crate::faults::Step::Apply(action),
+                Some(Due::Action(action)) => return crate::faults::verbs::Step::Apply(action),
                 None => break,
             }
         }
         if self.stopping {
-            return crate::faults::Step::Stop;
+            return crate::faults::verbs::Step::Stop;
         }
         let (calls, responses) = (&self.calls, &self.responses);
         self.wakeups.forget_past(now_ms);
         if let Some(next) = self.agenda.next_live_ms(|waiter| waits(calls, responses, waiter)) {
             self.wakeups.ensure(next, now_ms, self.clock.as_ref());
         }
-        crate::faults::Step::Wait
+        crate::faults::verbs::Step::Wait
     }
 
     /// Hands a reply to the caller waiting for it, if it still waits.
-    pub fn answer_call(&mut self, id: crate::msg::CallId, body: crate::msg::ReplyBody) {
+    pub fn answer_call(&mut self, id: crate::runtime::msg::CallId, body: crate::runtime::msg::ReplyBody) {
         self.calls.answer(id, body);
     }
 

@@ -9,7 +9,7 @@
 //! gone (its task dropped the wait) is woken by nothing. Without the
 //! channel, a wait allocates nothing and takes no lock of its own.
 
-use crate::world::{Sim, World};
+use crate::runtime::world::{Sim, World};
 use idemsim_model::NodeId;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;

@@ -12,7 +12,7 @@
 //! The page fetches nothing: the data is inlined as JSON and the script and
 //! style are in the page, so it works offline from a `file://` URL.
 
-use crate::timeline::describe;
+use crate::render::timeline::describe;
 use idemsim_model::history::{Fault, Origin};
 use idemsim_model::{Event, History, NodeId, RequestId, Scope, Violation};
 use serde::Serialize;

@@ -2,10 +2,10 @@
 //! records what each one did. It is the linearization point of the run: the
 //! history's store events are in the order the store applied them.
 
-use crate::msg::{CallBody, Msg, ReplyBody};
-use crate::node::Node;
 use crate::protocol::{StoreOp, StoreReply};
-use crate::world::World;
+use crate::runtime::msg::{CallBody, Msg, ReplyBody};
+use crate::runtime::node::Node;
+use crate::runtime::world::World;
 use futures::FutureExt;
 use idemsim_model::history::Origin;
 use idemsim_model::{Event, NodeId, WriteOutcome};
@@ -39,7 +39,7 @@ impl StoreCall {
     }
 
     /// The call's id, caller and origin.
-    fn header(&self) -> (crate::msg::CallId, NodeId, Origin) {
+    fn header(&self) -> (crate::runtime::msg::CallId, NodeId, Origin) {
         match &*self.0 {
             Msg::Call { id, from, origin, .. } => (*id, *from, *origin),
             _ => unreachable!("a StoreCall holds a store call"),
@@ -50,7 +50,7 @@ impl StoreCall {
 /// A store operation that must wait for its store, until the database
 /// node's receive loop gives it a task.
 pub(crate) struct Waiting {
-    id: crate::msg::CallId,
+    id: crate::runtime::msg::CallId,
     from: NodeId,
     origin: Origin,
     op_name: &'static str,
@@ -60,7 +60,7 @@ pub(crate) struct Waiting {
 /// The database node's message handler. An operation whose store answers
 /// at once (the in-memory and SQLite stores always do) is done before this
 /// returns, so the world may run it at delivery
-/// ([`crate::node::Handling::at_once`]). One that must wait needs a task
+/// ([`crate::runtime::node::Handling::at_once`]). One that must wait needs a task
 /// on the database node (so that a crash of the database takes it too),
 /// which only the node's receive loop can spawn: it is handed over, and
 /// fails the run if it is still waiting after [`STORE_ANSWER_MAX_MS`].
@@ -100,7 +100,7 @@ fn wait_for_store(node: &Node) {
     for Waiting { id, from, origin, op_name, applying } in waiting {
         let (node, store) = (node.clone(), store.clone());
         madsim::task::spawn_local(async move {
-            let answered = crate::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
+            let answered = crate::runtime::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
             node.sim.with(|w| w.store_calls_waiting -= 1);
             match answered {
                 Some((call, reply)) => finish(&node, from, id, origin, call.op(), reply),
@@ -121,7 +121,7 @@ fn wait_for_store(node: &Node) {
 /// store. In the simulator the store runs in process: unavailability,
 /// timeouts and crashes are simulated around it, so a store that answers
 /// with an error (or panics) is itself failing, and the run says so.
-async fn guarded(sim: &crate::world::Sim, store: &dyn IdempotencyStore, op: &StoreOp) -> StoreReply {
+async fn guarded(sim: &crate::runtime::world::Sim, store: &dyn IdempotencyStore, op: &StoreOp) -> StoreReply {
     let broke = match AssertUnwindSafe(op.apply(store)).catch_unwind().await {
         Ok(StoreReply::Failed(e)) => format!("store '{}' failed in {}: {e}", store.name(), op.name()),
         Ok(reply) => return reply,
@@ -131,7 +131,7 @@ async fn guarded(sim: &crate::world::Sim, store: &dyn IdempotencyStore, op: &Sto
     StoreReply::Failed(StoreError::Unavailable(broke))
 }
 
-fn finish(node: &Node, from: NodeId, id: crate::msg::CallId, origin: Origin, op: &StoreOp, reply: StoreReply) {
+fn finish(node: &Node, from: NodeId, id: crate::runtime::msg::CallId, origin: Origin, op: &StoreOp, reply: StoreReply) {
     node.sim.with(|w| w.record_store(origin, op, &reply));
     node.reply(from, id, ReplyBody::Store(reply));
 }
@@ -152,7 +152,7 @@ impl World {
             (StoreOp::Complete { completion, .. }, StoreReply::Write(WriteOutcome::Applied))
                 if !completion.outbox.is_empty() =>
             {
-                self.send(NodeId::Db, NodeId::Relay, Box::new(crate::msg::Msg::Notify));
+                self.send(NodeId::Db, NodeId::Relay, Box::new(crate::runtime::msg::Msg::Notify));
             }
             (StoreOp::DeleteInProgress { scope, .. }, StoreReply::Deleted(Some(record), WriteOutcome::Applied)) => {
                 let as_of = self.node_time(NodeId::Sweeper, self.now());

@@ -2,7 +2,7 @@
 //! search (the network looks up the sender and the receiver of every
 //! message), walked in `NodeId` order like the map it replaces.
 
-use crate::world::NodeState;
+use crate::runtime::world::NodeState;
 use idemsim_model::NodeId;
 
 /// Node states by id; see the module doc.

@@ -1,8 +1,8 @@
 //! Background job nodes: the reconciler, the sweeper and the outbox relay
 //! run the protocol core's jobs in the simulator's environment.
 
-use crate::env::SimEnv;
-use crate::node::Node;
+use crate::nodes::env::SimEnv;
+use crate::runtime::node::Node;
 use futures::StreamExt;
 use idemsim_model::history::Origin;
 use std::rc::Rc;
@@ -36,21 +36,21 @@ pub(crate) async fn meddler(node: Rc<Node>) {
     let gap_max_ms = (2 * fault_ms / PROBES).max(1);
     for n in 0..PROBES {
         let wait_ms = node.sim.with(|w| w.meddler.between(n, 0, 0, gap_max_ms));
-        crate::alarm::Alarm::after_ms(wait_ms).await;
+        crate::runtime::alarm::Alarm::after_ms(wait_ms).await;
         let Some((scope, pick)) = node.sim.with(|w| {
             let scope = w.probe_scopes[w.meddler.between(n, 1, 0, count - 1) as usize].clone();
             w.faults_on.then(|| (scope, w.meddler.between(n, 2, 0, 1 << 32)))
         }) else {
             return;
         };
-        crate::probe::probe(&node, &scope, pick, lease_ms);
+        crate::nodes::probe::probe(&node, &scope, pick, lease_ms);
     }
 }
 
 /// The relay's message handler: a notification wakes the relay.
 #[expect(clippy::boxed_local, reason = "a node::Handler: messages travel boxed")]
-pub(crate) fn handle_relay(node: &Node, msg: Box<crate::msg::Msg>) {
-    if let crate::msg::Msg::Notify = *msg {
+pub(crate) fn handle_relay(node: &Node, msg: Box<crate::runtime::msg::Msg>) {
+    if let crate::runtime::msg::Msg::Notify = *msg {
         node.sim.with(|w| w.relay_wake.as_ref().map(|tx| tx.unbounded_send(())));
     }
 }
@@ -64,7 +64,7 @@ pub(crate) async fn relay(node: Rc<Node>) {
     node.sim.with(|w| w.relay_wake = Some(tx));
     let env = SimEnv::new(&node, Origin::Relay);
     loop {
-        let _ = futures::future::select(crate::alarm::Alarm::after_ms(interval), wake.next()).await;
+        let _ = futures::future::select(crate::runtime::alarm::Alarm::after_ms(interval), wake.next()).await;
         while wake.try_recv().is_ok() {}
         crate::protocol::relay_pass(&env).await;
     }

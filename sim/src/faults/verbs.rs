@@ -3,14 +3,14 @@
 //! fault sites inside the server (crash or pause at the worst moment), and
 //! from the heal phase undoing them.
 
-use crate::node::Node;
-use crate::plan::FaultAction;
-use crate::world::{Action, Sim, World};
+use crate::faults::plan::FaultAction;
+use crate::runtime::node::Node;
+use crate::runtime::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 
 /// Runs agenda actions at their times, until the run stops. Woken by the
-/// timers of [`crate::wakeups`], armed for each scheduled action's time.
+/// timers of [`crate::runtime::wakeups`], armed for each scheduled action's time.
 pub(crate) async fn agenda(sim: Sim) {
     let waker = std::future::poll_fn(|cx| std::task::Poll::Ready(cx.waker().clone())).await;
     sim.with(|w| w.wakeups.set_waker(&waker));

@@ -6,8 +6,8 @@
 //! for any other store the fault is left out and the run says so.
 
 use crate::config::Durability;
-use crate::node::{sleep_ms, Node};
-use crate::world::World;
+use crate::runtime::node::{sleep_ms, Node};
+use crate::runtime::world::World;
 use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 use std::rc::Rc;

@@ -1,10 +1,10 @@
 //! Client nodes: each operation starts at its time and runs the protocol
 //! core's retry loop in the simulator's environment.
 
-use crate::env::SimClient;
-use crate::node::{sleep_ms, Node};
+use crate::nodes::env::SimClient;
+use crate::runtime::node::{sleep_ms, Node};
+use crate::runtime::world::true_now;
 use crate::workload::Operation;
-use crate::world::true_now;
 use std::rc::Rc;
 
 /// Starts every operation of this client at its time.

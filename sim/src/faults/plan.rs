@@ -1,8 +1,8 @@
 //! The timed fault plan: which node fails how, and when, drawn up front.
 
 use crate::config::{ConfigError, SimConfig};
+use crate::faults::swarm::FaultProfile;
 use crate::rng::{between, chance, SimRng};
-use crate::swarm::FaultProfile;
 use idemsim_model::NodeId;
 use serde::{Deserialize, Serialize};
 

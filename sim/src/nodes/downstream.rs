@@ -1,9 +1,9 @@
 //! The downstream dependency (a payment provider that dedups by its own
 //! idempotency key) and the outbox consumer (which dedups by message id).
 
-use crate::msg::{CallBody, Msg, ReplyBody};
-use crate::node::Node;
-use crate::world::Action;
+use crate::runtime::msg::{CallBody, Msg, ReplyBody};
+use crate::runtime::node::Node;
+use crate::runtime::world::Action;
 use idemsim_model::{Event, NodeId};
 use idemsim_protocol::{Decision, Ledger};
 
