@@ -12,25 +12,45 @@ use idemsim_model::history::Fault;
 use idemsim_model::{Event, NodeId};
 use std::rc::Rc;
 
+/// The database's write-back cache, in a run that has one (the store
+/// opted in and the config asks for it).
+///
+/// **Invariant:** it counts the writes since the last sync and nothing
+/// else; before the first sync there is nothing to go back to, so a crash
+/// then loses nothing.
+#[derive(Debug, Default)]
+pub(crate) struct WriteBack {
+    synced: bool,
+    unsynced_ops: u32,
+}
+
+impl WriteBack {
+    /// The writes a crash now would lose.
+    fn at_risk(&self) -> u32 {
+        if self.synced {
+            self.unsynced_ops
+        } else {
+            0
+        }
+    }
+}
+
 impl World {
     /// Counts an operation that changes state, for the lost-writes report.
     pub(crate) fn note_write(&mut self) {
-        if self.write_back {
-            self.unsynced_ops += 1;
+        if let Some(cache) = &mut self.write_back {
+            cache.unsynced_ops += 1;
         }
     }
 
     /// Makes the current state durable.
     pub(crate) fn sync_storage(&mut self) {
-        if !self.write_back {
+        if self.write_back.is_none() {
             return;
         }
         let store = self.store.clone();
         match store.durability().map(|d| d.sync()) {
-            Some(Ok(())) => {
-                self.synced = true;
-                self.unsynced_ops = 0;
-            }
+            Some(Ok(())) => self.write_back = Some(WriteBack { synced: true, unsynced_ops: 0 }),
             Some(Err(e)) => self.store_broke(format!("store '{}' failed to sync: {e}", store.name())),
             None => {}
         }
@@ -38,15 +58,15 @@ impl World {
 
     /// A database crash under write-back caching: back to the last sync.
     pub(crate) fn lose_unsynced_writes(&mut self) {
-        if !self.synced || !self.write_back || self.unsynced_ops == 0 {
+        let count = self.write_back.as_ref().map_or(0, WriteBack::at_risk);
+        if count == 0 {
             return;
         }
         let store = self.store.clone();
         if let Some(Err(e)) = store.durability().map(|d| d.lose_unsynced()) {
             return self.store_broke(format!("store '{}' failed to roll back to its last sync: {e}", store.name()));
         }
-        let count = self.unsynced_ops;
-        self.unsynced_ops = 0;
+        self.write_back = Some(WriteBack { synced: true, unsynced_ops: 0 });
         self.record(NodeId::Db, Event::Fault(Fault::UnsyncedWritesLost { count }));
     }
 }

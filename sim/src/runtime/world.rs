@@ -85,6 +85,30 @@ pub(crate) struct NodeState {
     pub drift_ppm: i32,
 }
 
+/// The steps a run has taken, against its budget
+/// ([`crate::config::Budgets::steps_for`]).
+///
+/// **Invariant:** `taken` only grows; the first step past `max` is the
+/// one that says so, and every later one too (the run aborts once).
+#[derive(Debug)]
+pub(crate) struct StepBudget {
+    taken: u64,
+    max: u64,
+}
+
+impl StepBudget {
+    /// A budget of `max` steps.
+    pub fn new(max: u64) -> StepBudget {
+        StepBudget { taken: 0, max }
+    }
+
+    /// Takes a step; true when it is past the budget.
+    fn take(&mut self) -> bool {
+        self.taken += 1;
+        self.taken > self.max
+    }
+}
+
 /// The mutable state of a run.
 pub(crate) struct World {
     pub config: Arc<SimConfig>,
@@ -113,9 +137,8 @@ pub(crate) struct World {
     pub wakeups: crate::runtime::wakeups::Wakeups,
     /// The run is over: the agenda task returns.
     pub stopping: bool,
-    pub steps: u64,
-    /// The run's step budget ([`crate::config::Budgets::steps_for`]).
-    pub steps_max: u64,
+    /// The run's steps against its budget.
+    pub steps: StepBudget,
     pub abort: Option<oneshot::Sender<String>>,
     /// Why the run was cut short, once it was.
     pub aborted: Option<crate::RunError>,
@@ -146,13 +169,9 @@ pub(crate) struct World {
     /// Planned faults that wait for a fault site (earliest first): see
     /// [`FaultAction::at_site`].
     pub site_faults: Vec<crate::faults::plan::TimedFault>,
-    /// Write-back durability is on and the store opted in to it.
-    pub write_back: bool,
-    /// The store has synced at least once (a crash before goes back to
-    /// nothing lost).
-    pub synced: bool,
-    /// Store writes since the last sync.
-    pub unsynced_ops: u32,
+    /// The write-back cache, when durability is write-back and the store
+    /// opted in to it.
+    pub write_back: Option<crate::nodes::disk::WriteBack>,
     /// Key locks of the broken lock-based claims: the lock (a process's,
     /// or the lock service's when `None`) and the node holding it.
     pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
@@ -307,9 +326,8 @@ impl World {
 
     /// Counts one step against the budget.
     pub fn step(&mut self) {
-        self.steps += 1;
-        if self.steps > self.steps_max && self.aborted.is_none() {
-            let why = format!("step budget of {} exceeded (a livelock?)", self.steps_max);
+        if self.steps.take() && self.aborted.is_none() {
+            let why = format!("step budget of {} exceeded (a livelock?)", self.steps.max);
             self.abort_run(crate::RunError::Livelock(why));
         }
     }
