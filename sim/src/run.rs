@@ -221,7 +221,7 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         agenda: Default::default(),
         wakeups: Default::default(),
         stopping: false,
-        steps: crate::runtime::world::StepBudget::new(config.budgets.steps_for(ops.len() as u64)),
+        steps: crate::runtime::step_budget::StepBudget::new(config.budgets.steps_for(ops.len() as u64)),
         abort: Some(abort_tx),
         aborted: None,
         // Sized for a run's worth: growing step by step costs more than the

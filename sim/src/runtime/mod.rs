@@ -13,5 +13,6 @@ pub(crate) mod net;
 pub(crate) mod node;
 pub(crate) mod node_table;
 pub(crate) mod run_clock;
+pub(crate) mod step_budget;
 pub(crate) mod wakeups;
 pub(crate) mod world;

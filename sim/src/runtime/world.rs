@@ -85,30 +85,6 @@ pub(crate) struct NodeState {
     pub drift_ppm: i32,
 }
 
-/// The steps a run has taken, against its budget
-/// ([`crate::config::Budgets::steps_for`]).
-///
-/// **Invariant:** `taken` only grows; the first step past `max` is the
-/// one that says so, and every later one too (the run aborts once).
-#[derive(Debug)]
-pub(crate) struct StepBudget {
-    taken: u64,
-    max: u64,
-}
-
-impl StepBudget {
-    /// A budget of `max` steps.
-    pub fn new(max: u64) -> StepBudget {
-        StepBudget { taken: 0, max }
-    }
-
-    /// Takes a step; true when it is past the budget.
-    fn take(&mut self) -> bool {
-        self.taken += 1;
-        self.taken > self.max
-    }
-}
-
 /// The mutable state of a run.
 pub(crate) struct World {
     pub config: Arc<SimConfig>,
@@ -138,7 +114,7 @@ pub(crate) struct World {
     /// The run is over: the agenda task returns.
     pub stopping: bool,
     /// The run's steps against its budget.
-    pub steps: StepBudget,
+    pub steps: crate::runtime::step_budget::StepBudget,
     pub abort: Option<oneshot::Sender<String>>,
     /// Why the run was cut short, once it was.
     pub aborted: Option<crate::RunError>,
@@ -327,7 +303,7 @@ impl World {
     /// Counts one step against the budget.
     pub fn step(&mut self) {
         if self.steps.take() && self.aborted.is_none() {
-            let why = format!("step budget of {} exceeded (a livelock?)", self.steps.max);
+            let why = format!("step budget of {} exceeded (a livelock?)", self.steps.max());
             self.abort_run(crate::RunError::Livelock(why));
         }
     }
