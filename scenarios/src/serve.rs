@@ -162,23 +162,22 @@ pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>
     let (ready_tx, ready) = std::sync::mpsc::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || -> Result<(), Error> {
-        let service = |what: String| Error::Service(what);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
-            .map_err(|e| service(format!("cannot start a runtime: {e}")))?;
+            .map_err(|e| Error::Service(format!("cannot start a runtime: {e}")))?;
         rt.block_on(async move {
             let opened = async {
                 let (store, _) = target.open("idemsim_serve", 16, None).await?;
-                let listener = tokio::net::TcpListener::bind(spec.listen)
-                    .await
-                    .map_err(|e| service(format!("cannot listen on {}: {}", spec.listen, crate::output::plain(&e))))?;
+                let listener = tokio::net::TcpListener::bind(spec.listen).await.map_err(|e| {
+                    Error::Service(format!("cannot listen on {}: {}", spec.listen, crate::output::plain(&e)))
+                })?;
                 let http = reqwest::Client::builder()
                     .timeout(Duration::from_millis(spec.provider_timeout_ms))
                     .no_proxy()
                     .build()
-                    .map_err(|e| service(format!("cannot build an HTTP client: {e}")))?;
+                    .map_err(|e| Error::Service(format!("cannot build an HTTP client: {e}")))?;
                 Ok::<_, Error>((store, listener, http))
             };
             let (store, listener, http) = match opened.await {
@@ -221,14 +220,14 @@ pub fn start(spec: &ServeSpec, target: &StoreTarget, protocol: Arc<dyn Protocol>
                 .route("/health", axum::routing::get(|| async { "ok" }))
                 .fallback(handle)
                 .with_state(ctx);
-            let _ = ready_tx.send(listener.local_addr().map_err(|e| service(format!("cannot listen: {e}"))));
+            let _ = ready_tx.send(listener.local_addr().map_err(|e| Error::Service(format!("cannot listen: {e}"))));
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })
                 .await;
             reconciler.abort();
-            served.map_err(|e| service(format!("serving failed: {e}")))
+            served.map_err(|e| Error::Service(format!("serving failed: {e}")))
         })
     });
     match ready.recv() {

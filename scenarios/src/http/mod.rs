@@ -218,18 +218,15 @@ pub fn describe_error(e: &reqwest::Error) -> String {
 
 /// Runs the attack against `spec.config.target`.
 pub fn run(spec: &HttpSpec) -> Result<HttpReport, crate::Error> {
-    let config = &spec.config;
-    config.validate()?;
-    check(spec).map_err(crate::Error::Usage)?;
-    let target_url = config.target.as_deref().expect("checked");
-    let base = loopback_url(target_url).expect("checked");
+    spec.config.validate()?;
+    let base = check(spec).map_err(crate::Error::Usage)?;
     start(spec, base)
 }
 
-/// The settings' bounds, in the words of the flags.
-fn check(spec: &HttpSpec) -> Result<(), String> {
+/// The settings' bounds, in the words of the flags; the target's base URL.
+fn check(spec: &HttpSpec) -> Result<String, String> {
     let target_url = spec.config.target.as_deref().ok_or("no target: give --target URL (or `target` in the config)")?;
-    loopback(target_url).map_err(|e| format!("--target: {e}"))?;
+    let base = loopback(target_url).map_err(|e| format!("--target: {e}"))?;
     if spec.ops == 0 || spec.ops > 100_000 {
         return Err(format!("--requests must be between 1 and 100000, not {}", spec.ops));
     }
@@ -248,7 +245,7 @@ fn check(spec: &HttpSpec) -> Result<(), String> {
             spec.max_secs, spec.deadline_ms
         ));
     }
-    Ok(())
+    Ok(base)
 }
 
 /// Runs the checked `spec` against `base`.
