@@ -1,5 +1,5 @@
 //! How many times each key base has been used in a run, for
-//! [`crate::runtime::world::World::fresh_key`]: asked about once per message, call
+//! [`crate::runtime::draws::Draws::fresh_key`]: asked about once per message, call
 //! and handler. The bases are hashes already (see [`crate::rng::key`]), so a
 //! base's low bits are its slot, and an open-addressing table of
 //! `(base, count, generation)` slots does in a few instructions what a

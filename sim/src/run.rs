@@ -7,7 +7,7 @@ use crate::faults::swarm::FaultProfile;
 use crate::faults::verbs as faults;
 use crate::nodes::{background, client, db, disk, downstream, server};
 use crate::render::trace;
-use crate::rng::{child_seed, stream, Keyed, Stream};
+use crate::rng::{child_seed, stream, Stream};
 use crate::runtime::node::Node;
 use crate::runtime::world::{Action, Sim, World};
 use crate::workload::Operation;
@@ -16,7 +16,6 @@ use futures::future::{select, Either};
 use idemsim_model::history::Phase;
 use idemsim_model::{judge_with, Coverage, Event, History, NodeId, Violation};
 use idemsim_store::IdempotencyStore;
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -189,59 +188,15 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
             return outcome;
         }
     };
-    let asks_write_back = matches!(config.durability, Durability::WriteBack { .. });
-    let write_back = asks_write_back && store.durability().is_some();
-    if asks_write_back && !write_back {
+    let skew_ms = clock_skew_bound_ms(&config, &profile, &plan);
+    let history = history_for(&config, lease_ms, ops.len());
+    let (world, abort_rx) = World::new(config.clone(), seed, &ops, history, store, protocol, profile);
+    if matches!(config.durability, Durability::WriteBack { .. }) && world.write_back.is_none() {
         outcome.not_applied.push(format!(
             "lost unsynced writes: store '{}' does not opt in to CrashDurability (IdempotencyStore::durability)",
             subject.store_name()
         ));
     }
-    let skew_ms = clock_skew_bound_ms(&config, &profile, &plan);
-    let (abort_tx, abort_rx) = oneshot::channel();
-    let op_clients = ops.iter().map(|o| (o.op, o.client)).collect();
-    let world = World {
-        config: config.clone(),
-        profile,
-        history: history_for(&config, lease_ms, ops.len()),
-        store,
-        protocol,
-        net: Keyed::new(seed, Stream::Net),
-        clients: Keyed::new(seed, Stream::Clients),
-        servers: Keyed::new(seed, Stream::Servers),
-        meddler: Keyed::new(seed, Stream::Meddler),
-        dependency: Keyed::new(seed, Stream::Dependency),
-        probe_scopes: probe_scopes(&ops),
-        // Every message and call takes a key: this thread's table, kept
-        // across its runs (see `occurrences`).
-        occurrences: crate::occurrences::Occurrences::take(),
-        messages: 0,
-        faults_on: true,
-        nodes: Default::default(),
-        agenda: Default::default(),
-        wakeups: Default::default(),
-        stopping: false,
-        steps: crate::runtime::step_budget::StepBudget::new(config.budgets.steps_for(ops.len() as u64)),
-        abort: Some(abort_tx),
-        aborted: None,
-        // Sized for a run's worth: growing step by step costs more than the
-        // run's look-ups.
-        ledger: Default::default(),
-        consumed: Default::default(),
-        buckets: BTreeMap::new(),
-        received: crate::runtime::world::Lookup::with_capacity_and_hasher(ops.len() * 4, Default::default()),
-        calls: Default::default(),
-        responses: Default::default(),
-        op_clients,
-        write_back: write_back.then(Default::default),
-        store_calls_waiting: 0,
-        store_ops_waiting: Vec::new(),
-        site_faults: Vec::new(),
-        locks: BTreeMap::new(),
-        relay_wake: None,
-        clock: None,
-        fingerprints: crate::worker_memo::take(),
-    };
     let sim = Sim::new(world);
     let rt =
         madsim::runtime::Runtime::with_seed_and_config(child_seed(seed, Stream::Scheduler), madsim::Config::default());
@@ -249,11 +204,12 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
     crate::runtime::world::forget_clock();
     drop(rt);
     let (history, aborted) = sim.with(|w| {
-        if w.store_calls_waiting > 0 && w.aborted.is_none() {
+        let unanswered = w.store_queue.unanswered();
+        if unanswered > 0 && !w.ending.failed() {
             let why = format!(
                 "store '{}' left {} operation(s) unanswered when the run ended (it hangs)",
                 w.store.name(),
-                w.store_calls_waiting
+                unanswered
             );
             w.store_broke(why);
         }
@@ -261,11 +217,11 @@ fn run_here(config: Arc<SimConfig>, subject: &Subject, seed: u64) -> RunOutcome 
         // init closures that hold the world: break the cycle, or every run
         // leaks its runtime and world.
         w.tear_down();
-        w.occurrences.put_back();
+        w.draws.finish();
         outcome.messages = w.messages;
-        (std::mem::take(&mut w.history), w.aborted.take())
+        (std::mem::take(&mut w.history), w.ending.take_failure())
     });
-    let mut fingerprints = sim.with(|w| std::mem::take(&mut w.fingerprints));
+    let mut fingerprints = sim.with(|w| std::mem::take(&mut w.servers.fingerprints));
     outcome.history = history;
     outcome.history.meta.clock_skew_max_ms = skew_ms;
     if let Err(panic) = ran {
@@ -316,7 +272,7 @@ async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut ab
     let (fault_ms, heal_ms) = sim.with(|w| {
         for f in plan {
             match f.action.at_site() {
-                true => w.site_faults.push(f),
+                true => w.faults.wait_for_site(f),
                 false => w.schedule_at(f.at_ms, Action::Fault(f.action)),
             }
         }
@@ -338,7 +294,7 @@ async fn controller(sim: Sim, plan: Vec<TimedFault>, ops: Vec<Operation>, mut ab
 /// or a channel would keep the whole world alive.
 async fn shut_down(sim: &Sim) {
     let nodes = sim.with(|w| {
-        w.stopping = true;
+        w.ending.stop();
         w.wakeups.wake_now();
         w.nodes.iter_mut().filter_map(|(_, n)| n.madsim.as_ref().map(|h| h.id())).collect::<Vec<_>>()
     });
@@ -413,13 +369,6 @@ fn spawn_nodes(sim: &Sim, ops: Vec<Operation>) {
 fn ignore(_: &Node, _: Box<crate::runtime::msg::Msg>) {}
 
 /// Every scope the workload's requests use, sorted, each once.
-fn probe_scopes(ops: &[Operation]) -> Vec<idemsim_model::Scope> {
-    let mut scopes: Vec<idemsim_model::Scope> = ops.iter().filter_map(|o| o.request.scope()).collect();
-    scopes.sort_unstable();
-    scopes.dedup();
-    scopes
-}
-
 async fn play(sim: Sim, id: NodeId, role: Role) {
     let (handle, at_once): (crate::runtime::node::Handler, bool) = match role {
         Role::Server => (server::handle, false),

@@ -103,13 +103,12 @@ impl Sim {
             let handle = n.madsim.clone();
             w.forget_waiters(node);
             // A process's locks die with it.
-            w.locks.retain(|_, holder| *holder != node);
+            w.servers.crashed(node);
             w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));
             if node == NodeId::Db {
                 w.lose_unsynced_writes();
                 // The store operations it waited on die with its tasks.
-                w.store_calls_waiting = 0;
-                w.store_ops_waiting.clear();
+                w.store_queue.lost();
             }
             w.schedule_at(w.now().0 + down_ms, Action::Restart(node));
             handle

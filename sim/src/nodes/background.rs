@@ -35,11 +35,11 @@ pub(crate) async fn meddler(node: Rc<Node>) {
     }
     let gap_max_ms = (2 * fault_ms / PROBES).max(1);
     for n in 0..PROBES {
-        let wait_ms = node.sim.with(|w| w.meddler.between(n, 0, 0, gap_max_ms));
+        let wait_ms = node.sim.with(|w| w.draws.meddler.between(n, 0, 0, gap_max_ms));
         crate::runtime::alarm::Alarm::after_ms(wait_ms).await;
         let Some((scope, pick)) = node.sim.with(|w| {
-            let scope = w.probe_scopes[w.meddler.between(n, 1, 0, count - 1) as usize].clone();
-            w.faults_on.then(|| (scope, w.meddler.between(n, 2, 0, 1 << 32)))
+            let scope = w.probe_scopes[w.draws.meddler.between(n, 1, 0, count - 1) as usize].clone();
+            w.faults.on().then(|| (scope, w.draws.meddler.between(n, 2, 0, 1 << 32)))
         }) else {
             return;
         };

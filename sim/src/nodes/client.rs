@@ -22,3 +22,35 @@ pub(crate) fn drive(node: &Rc<Node>, ops: std::sync::Arc<[Operation]>) {
         }));
     }
 }
+
+/// What the world keeps of the clients: which client sends each operation,
+/// and each client's retry budget.
+///
+/// **Invariant:** an operation's client is the workload's, fixed for the
+/// run; a client's budget is made at its first use, from the configured
+/// one, and shared by all its operations.
+pub(crate) struct Clients {
+    by_op: crate::runtime::world::Lookup<idemsim_model::OpId, u32>,
+    buckets: std::collections::BTreeMap<u32, idemsim_model::retry::TokenBucket>,
+}
+
+impl Clients {
+    /// The clients of `ops`.
+    pub fn new(ops: &[Operation]) -> Clients {
+        Clients { by_op: ops.iter().map(|o| (o.op, o.client)).collect(), buckets: Default::default() }
+    }
+
+    /// The client node that sends `req`.
+    pub fn of(&self, req: idemsim_model::RequestId) -> idemsim_model::NodeId {
+        idemsim_model::NodeId::Client(self.by_op.get(&req.op).copied().unwrap_or(0))
+    }
+
+    /// `client`'s retry budget (made from `budget` at its first use).
+    pub fn bucket(
+        &mut self,
+        client: u32,
+        budget: &idemsim_model::retry::RetryBudget,
+    ) -> &mut idemsim_model::retry::TokenBucket {
+        self.buckets.entry(client).or_insert_with(|| idemsim_model::retry::TokenBucket::new(budget))
+    }
+}

@@ -57,6 +57,49 @@ pub(crate) struct Waiting {
     applying: Applying,
 }
 
+/// The store operations the database node has not answered yet.
+///
+/// **Invariant:** `unanswered` counts every operation handed over to wait
+/// for its store and not yet answered, nor lost with the database's tasks
+/// in a crash; those not yet given a task are in `untasked`, so there are
+/// never more of them than `unanswered`.
+#[derive(Default)]
+pub(crate) struct StoreQueue {
+    unanswered: u32,
+    untasked: Vec<Waiting>,
+}
+
+impl StoreQueue {
+    fn push(&mut self, waiting: Waiting) {
+        self.unanswered += 1;
+        self.untasked.push(waiting);
+    }
+
+    fn take_untasked(&mut self) -> Vec<Waiting> {
+        std::mem::take(&mut self.untasked)
+    }
+
+    fn answered(&mut self) {
+        self.unanswered = self.unanswered.checked_sub(1).expect("an answer is to an operation handed over");
+    }
+
+    /// How many operations wait for their store.
+    pub fn unanswered(&self) -> u32 {
+        self.unanswered
+    }
+
+    /// The database crashed: the operations it waited on die with its tasks.
+    pub fn lost(&mut self) {
+        self.unanswered = 0;
+        self.untasked.clear();
+    }
+
+    /// The run is over: drops the operations' futures (which hold the world).
+    pub fn clear(&mut self) {
+        self.untasked.clear();
+    }
+}
+
 /// The database node's message handler. An operation whose store answers
 /// at once (the in-memory and SQLite stores always do) is done before this
 /// returns, so the world may run it at delivery
@@ -85,8 +128,7 @@ fn apply(node: &Node, call: StoreCall) {
         return finish(node, from, id, origin, call.op(), reply);
     }
     node.sim.with(|w| {
-        w.store_calls_waiting += 1;
-        w.store_ops_waiting.push(Waiting { id, from, origin, op_name, applying });
+        w.store_queue.push(Waiting { id, from, origin, op_name, applying });
         // The database is up (it is running this), so its mailbox is there.
         if let Some(mailbox) = w.nodes.get(&NodeId::Db).and_then(|n| n.mailbox.as_ref()) {
             let _ = mailbox.send(Box::new(Msg::StoreOpsWaiting));
@@ -96,12 +138,12 @@ fn apply(node: &Node, call: StoreCall) {
 
 /// Gives each handed-over operation a task on this (the database) node.
 fn wait_for_store(node: &Node) {
-    let (waiting, store) = node.sim.with(|w| (std::mem::take(&mut w.store_ops_waiting), w.store.clone()));
+    let (waiting, store) = node.sim.with(|w| (w.store_queue.take_untasked(), w.store.clone()));
     for Waiting { id, from, origin, op_name, applying } in waiting {
         let (node, store) = (node.clone(), store.clone());
         madsim::task::spawn_local(async move {
             let answered = crate::runtime::alarm::within(STORE_ANSWER_MAX_MS, applying).await;
-            node.sim.with(|w| w.store_calls_waiting -= 1);
+            node.sim.with(|w| w.store_queue.answered());
             match answered {
                 Some((call, reply)) => finish(&node, from, id, origin, call.op(), reply),
                 None => node.sim.with(|w| {

@@ -20,7 +20,7 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
     };
     node.sim.with(|w| {
         w.record(NodeId::Downstream, Ledger::received(origin, from, &scope, attempt, &downstream_key));
-        let (draws, p, faults) = (w.dependency, &w.profile, w.faults_on);
+        let (draws, p, faults) = (w.draws.dependency, &w.faults.profile, w.faults.on());
         let delay_ms = match faults && draws.chance(id, 0, p.provider_slow_permille) {
             true => draws.between(id, 1, 1, p.provider_slow_ms_max.max(1)),
             false => 0,

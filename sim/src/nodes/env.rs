@@ -76,7 +76,7 @@ impl SimEnv {
         let id = self.node.id;
         let (key, slot) = self.draws.next();
         let (planned, crash_ms) = self.sim().with(|w| {
-            let planned = w.faults_on.then(|| w.take_site_fault(id)).flatten();
+            let planned = w.faults.take_at_site(id, w.now().0);
             let crash_ms = match planned {
                 Some(FaultAction::CrashBeforeCompletion { down_ms, .. }) => Some(down_ms),
                 Some(_) => None,
@@ -106,7 +106,7 @@ impl SimEnv {
         let from = self.node.id;
         let (key, slot) = self.draws.next();
         let lost = self.sim().with(|w| {
-            let lost = w.faults_on && w.servers.chance(key, slot, w.profile.lose_response_permille);
+            let lost = w.faults.on() && w.draws.servers.chance(key, slot, w.faults.profile.lose_response_permille);
             if lost {
                 let to = w.client_of(req);
                 let what = format!("response to {req} (lost after commit)");
@@ -201,7 +201,8 @@ impl Env for SimEnv {
 
     fn work_ms(&self) -> u64 {
         let (key, slot) = self.draws.next();
-        self.sim().with(|w| w.servers.between(key, slot, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]))
+        self.sim()
+            .with(|w| w.draws.servers.between(key, slot, w.config.protocol.work_ms[0], w.config.protocol.work_ms[1]))
     }
 
     async fn fault(&self, site: FaultSite) -> Proceed {
@@ -223,16 +224,17 @@ impl Env for SimEnv {
 /// How long a holder stays down, if the profile's rate crashes it at its
 /// before-completion site.
 fn drawn_crash_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
-    let on = w.faults_on && w.servers.chance(key, slot, w.profile.crash_before_complete_permille);
-    on.then(|| w.servers.between(key, slot | 1 << 48, 50, w.profile.down_ms_max.max(500)))
+    let on = w.faults.on() && w.draws.servers.chance(key, slot, w.faults.profile.crash_before_complete_permille);
+    on.then(|| w.draws.servers.between(key, slot | 1 << 48, 50, w.faults.profile.down_ms_max.max(500)))
 }
 
 /// How long a holder freezes, if the profile's rate pauses it there.
 fn drawn_pause_ms(w: &World, key: u64, slot: u64) -> Option<u64> {
-    let on = w.faults_on && w.servers.chance(key, slot | 2 << 48, w.profile.pause_before_complete_permille);
+    let on =
+        w.faults.on() && w.draws.servers.chance(key, slot | 2 << 48, w.faults.profile.pause_before_complete_permille);
     // The lease the protocol asks for (see `timing`), not the configured one.
     let lease = w.history.meta.lease_ms;
-    on.then(|| w.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
+    on.then(|| w.draws.servers.between(key, slot | 3 << 48, lease + lease / 2, 3 * lease))
 }
 
 /// One simulated client.
@@ -276,13 +278,13 @@ impl ClientEnv for SimClient {
         let servers = u64::from(self.config.topology.servers);
         let (key, slot) = self.draws.next();
         let send = self.sends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let drawn = || self.node.sim.with(|w| w.clients.between(key, slot, 0, servers - 1) as u32);
+        let drawn = || self.node.sim.with(|w| w.draws.clients.between(key, slot, 0, servers - 1) as u32);
         NodeId::Server(self.servers.get(send).copied().unwrap_or_else(drawn))
     }
 
     fn draw(&self, lo: u64, hi: u64) -> u64 {
         let (key, slot) = self.draws.next();
-        self.node.sim.with(|w| w.clients.between(key, slot, lo, hi))
+        self.node.sim.with(|w| w.draws.clients.between(key, slot, lo, hi))
     }
 
     fn first_send(&self) {

@@ -18,10 +18,8 @@ pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
         let (copy, fingerprint, protocol) = node.sim.with(|w| {
             let protocol = w.protocol.clone();
             let (method, path, body) = protocol.fingerprint_fields(&request);
-            let fingerprint = w.fingerprints.of(method, path, body);
-            let copies = w.received.entry(req).or_insert(0);
-            *copies += 1;
-            (*copies, fingerprint, protocol)
+            let fingerprint = w.servers.fingerprints.of(method, path, body);
+            (w.servers.receive(req), fingerprint, protocol)
         });
         let env = SimEnv::new(&node, Origin::Request { req, copy });
         let Some(reply) = crate::protocol::serve(&*protocol, &env, req, copy, &request, fingerprint).await else {
@@ -30,4 +28,54 @@ pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
         let client = node.sim.with(|w| w.client_of(req));
         node.sim.send(node.id, client, Box::new(Msg::Response { req, reply }));
     }));
+}
+
+/// What the servers share: the copies of each request they have received,
+/// their key locks, and a memo of request fingerprints.
+///
+/// **Invariant:** a request's n-th delivery to any server is its copy n;
+/// a key lock has one holder, and a process's locks die with it.
+pub(crate) struct Servers {
+    received: crate::runtime::world::Lookup<idemsim_model::RequestId, u32>,
+    locks: std::collections::BTreeMap<KeyLock, idemsim_model::NodeId>,
+    /// Fingerprints of the requests received: a pure function's memo,
+    /// shared by all servers only to save the hashing.
+    pub fingerprints: idemsim_model::FingerprintMemo,
+}
+
+/// A key lock of the broken lock-based claims: a process's own (by its
+/// node), or the lock service's (`None`), on one record.
+pub(crate) type KeyLock = (Option<idemsim_model::NodeId>, idemsim_model::Scope);
+
+impl Servers {
+    /// Room for about `requests` deliveries, with this worker's memo.
+    pub fn new(requests: usize, fingerprints: idemsim_model::FingerprintMemo) -> Servers {
+        let received = crate::runtime::world::Lookup::with_capacity_and_hasher(requests, Default::default());
+        Servers { received, locks: Default::default(), fingerprints }
+    }
+
+    /// One more delivery of `req`: which copy it is (1 for the first).
+    pub fn receive(&mut self, req: idemsim_model::RequestId) -> u32 {
+        let copies = self.received.entry(req).or_insert(0);
+        *copies += 1;
+        *copies
+    }
+
+    /// Takes `lock` for `holder`, unless some node holds it.
+    pub fn try_lock(&mut self, lock: &KeyLock, holder: idemsim_model::NodeId) -> bool {
+        match self.locks.contains_key(lock) {
+            true => false,
+            false => self.locks.insert(lock.clone(), holder).is_none(),
+        }
+    }
+
+    /// Releases `lock`.
+    pub fn unlock(&mut self, lock: &KeyLock) {
+        self.locks.remove(lock);
+    }
+
+    /// `node` crashed: its locks die with it.
+    pub fn crashed(&mut self, node: idemsim_model::NodeId) {
+        self.locks.retain(|_, holder| *holder != node);
+    }
 }

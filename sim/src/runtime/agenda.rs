@@ -4,7 +4,8 @@
 //! once (a push and a pop) and a heap does that for a fraction of a
 //! B-tree's cost.
 
-use crate::runtime::world::{Action, Waiter};
+use crate::runtime::waits::Waiter;
+use crate::runtime::world::Action;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 

@@ -7,6 +7,8 @@
 pub(crate) mod agenda;
 pub(crate) mod alarm;
 pub(crate) mod answers;
+pub(crate) mod draws;
+pub(crate) mod ending;
 pub(crate) mod mailbox;
 pub(crate) mod msg;
 pub(crate) mod net;
@@ -14,5 +16,6 @@ pub(crate) mod node;
 pub(crate) mod node_table;
 pub(crate) mod run_clock;
 pub(crate) mod step_budget;
+pub(crate) mod waits;
 pub(crate) mod wakeups;
 pub(crate) mod world;

@@ -36,14 +36,14 @@ impl World {
         }
         // Every draw about this message is keyed by the message itself.
         let key = self.fresh_key(msg.key());
-        let (net, p) = (self.net, &self.profile);
+        let (net, p) = (self.draws.net, &self.faults.profile);
         let (lo, hi) = (p.latency_ms[0], p.latency_ms[1]);
-        if self.faults_on && net.chance(key, 0, p.drop_permille) {
+        if self.faults.on() && net.chance(key, 0, p.drop_permille) {
             return self.dropped(from, to, &msg, "lost");
         }
-        if self.faults_on && msg.may_duplicate() && net.chance(key, 1, p.dup_permille) {
+        if self.faults.on() && msg.may_duplicate() && net.chance(key, 1, p.dup_permille) {
             let copy_to = self.duplicate_target(to, &msg, key);
-            let extra = net.between(key, 3, 0, self.profile.dup_delay_max_ms);
+            let extra = net.between(key, 3, 0, self.faults.profile.dup_delay_max_ms);
             let delay = net.between(key, 4, lo, hi) + extra;
             let what = msg.describe();
             self.record(from, Event::Fault(Fault::Duplicated { from, to: copy_to, what }));
@@ -60,7 +60,9 @@ impl World {
     fn duplicate_target(&mut self, to: NodeId, msg: &Msg, key: u64) -> NodeId {
         let servers = u64::from(self.config.topology.servers);
         match (msg, to) {
-            (Msg::Request { .. }, NodeId::Server(_)) => NodeId::Server(self.net.between(key, 2, 0, servers - 1) as u32),
+            (Msg::Request { .. }, NodeId::Server(_)) => {
+                NodeId::Server(self.draws.net.between(key, 2, 0, servers - 1) as u32)
+            }
             _ => to,
         }
     }
@@ -88,11 +90,11 @@ impl World {
             // mailbox with everything else until it resumes).
             match *msg {
                 Msg::Reply { id, body } => {
-                    self.answer_call(id, body);
+                    self.waits.answer_call(id, body);
                     return None;
                 }
                 Msg::Response { req, .. } => {
-                    self.answer_request(to, req, msg);
+                    self.waits.answer_request(to, req, msg);
                     return None;
                 }
                 _ => {}

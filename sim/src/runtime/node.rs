@@ -3,7 +3,8 @@
 use crate::runtime::answers::Awaiting;
 use crate::runtime::mailbox::{mailbox, Receiver};
 use crate::runtime::msg::{CallBody, CallId, Msg, ReplyBody};
-use crate::runtime::world::{Sim, Waiter};
+use crate::runtime::waits::Waiter;
+use crate::runtime::world::Sim;
 use idemsim_model::history::Origin;
 use idemsim_model::{NodeId, RequestId};
 use std::rc::Rc;
@@ -56,8 +57,8 @@ impl Node {
     async fn receive(node: Rc<Node>, mut rx: Receiver<Box<Msg>>, handle: Handler) {
         while let Some(msg) = rx.recv().await {
             match *msg {
-                Msg::Reply { id, body } => node.sim.with(|w| w.answer_call(id, body)),
-                Msg::Response { req, .. } => node.sim.with(|w| w.answer_request(node.id, req, msg)),
+                Msg::Reply { id, body } => node.sim.with(|w| w.waits.answer_call(id, body)),
+                Msg::Response { req, .. } => node.sim.with(|w| w.waits.answer_request(node.id, req, msg)),
                 _ => handle(&node, msg),
             }
         }
@@ -95,12 +96,9 @@ impl Node {
         // One step: register, send, and set the deadline.
         let mut w = self.sim.lock();
         let what = crate::rng::key(&[crate::runtime::msg::origin_key(*origin)]);
-        let mut id = w.fresh_key(what);
-        while w.calls.holds(&id) {
-            id = crate::rng::key(&[id]);
-        }
+        let id = w.fresh_key(what);
+        let id = w.waits.call(id, self.id);
         *slot = id;
-        w.calls.wait(id, self.id);
         w.send(self.id, to, msg);
         w.expire_after(timeout_ms, Waiter::Call(id));
         drop(w);
@@ -108,20 +106,20 @@ impl Node {
         // deadline; a crash; the end of the run) takes the call out of the
         // world's table: call ids are unique, so nothing is left to expire
         // here.
-        Awaiting::new(self.sim.clone(), |w| &mut w.calls, id)
+        Awaiting::new(self.sim.clone(), |w| &mut w.waits.calls, id)
     }
 
     /// Sends a request and waits for its response, or `None` after `timeout_ms`.
     pub async fn request(&self, to: NodeId, req: RequestId, msg: Box<Msg>, timeout_ms: u64) -> Option<Box<Msg>> {
         self.sim.with(|w| {
-            w.responses.wait((self.id, req), self.id);
+            w.waits.response(self.id, req);
             w.send(self.id, to, msg);
             w.expire_after(timeout_ms, Waiter::Response(self.id, req));
         });
         // As for a call: whatever ends the wait takes the request out of
         // the world's table (a protocol that sends one request id again
         // replaces this wait, see `Answers::wait`).
-        Awaiting::new(self.sim.clone(), |w| &mut w.responses, (self.id, req)).await
+        Awaiting::new(self.sim.clone(), |w| &mut w.waits.responses, (self.id, req)).await
     }
 
     /// Answers a call.

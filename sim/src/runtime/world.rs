@@ -7,39 +7,19 @@
 use crate::config::SimConfig;
 use crate::faults::plan::FaultAction;
 use crate::faults::swarm::FaultProfile;
-use crate::rng::Keyed;
 use crate::runtime::msg::Msg;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
-use idemsim_model::{Event, History, MessageId, NodeId, RequestId, Scope, SimTime};
+use idemsim_model::{Event, History, MessageId, NodeId, Scope, SimTime};
 use idemsim_store::IdempotencyStore;
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A hash map with a fixed hasher, for the world's tables that are only
 /// looked up by key, never iterated: no hash order can reach a run.
 pub(crate) type Lookup<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
-
-/// The hasher of tables keyed by numbers that are hashes already (call ids
-/// are SplitMix64 outputs, uniform over `u64`): the key is its own hash.
-#[derive(Default)]
-pub(crate) struct PassThrough(u64);
-
-impl std::hash::Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("a pass-through hash is of a u64")
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
 
 /// A timed action run by the agenda task on the world node.
 #[derive(Debug)]
@@ -57,16 +37,6 @@ pub(crate) enum Action {
     Send { from: NodeId, to: NodeId, msg: Box<Msg> },
     /// Undo a partition of one node.
     Reconnect { node: NodeId, outgoing: bool, incoming: bool },
-}
-
-/// A caller waiting for a reply, or a client for a response. Its deadline
-/// is an agenda entry: if it still waits then, it stops waiting (its
-/// receiver sees the sender dropped), after everything else due in the same
-/// millisecond, so an answer that arrives then wins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Waiter {
-    Call(crate::runtime::msg::CallId),
-    Response(NodeId, idemsim_model::RequestId),
 }
 
 /// What the world knows about one node.
@@ -88,36 +58,24 @@ pub(crate) struct NodeState {
 /// The mutable state of a run.
 pub(crate) struct World {
     pub config: Arc<SimConfig>,
-    pub profile: FaultProfile,
+    /// The fault profile, the fault phase, and the faults waiting for a site.
+    pub faults: crate::faults::in_run::RunFaults,
     pub history: History,
     pub store: Arc<dyn IdempotencyStore>,
-    /// Keyed draws of the network, the clients and the servers.
-    pub net: Keyed,
-    pub clients: Keyed,
-    pub servers: Keyed,
-    /// The second service's draws (`background::meddler`).
-    pub meddler: Keyed,
-    /// The dependency's draws (`downstream::handle_dependency`).
-    pub dependency: Keyed,
+    /// The run's keyed draws, one stream per subsystem.
+    pub draws: crate::runtime::draws::Draws,
     /// The records the second service probes: every scope the workload
     /// uses, in order.
     pub probe_scopes: Vec<idemsim_model::Scope>,
-    /// How often each key of a keyed draw was taken (see [`World::fresh_key`]).
-    pub occurrences: crate::occurrences::Occurrences,
     /// Messages scheduled for delivery, duplicates included.
     pub messages: u64,
-    pub faults_on: bool,
     pub nodes: crate::runtime::node_table::NodeTable,
     pub agenda: crate::runtime::agenda::Agenda,
     /// What wakes the agenda task.
     pub wakeups: crate::runtime::wakeups::Wakeups,
-    /// The run is over: the agenda task returns.
-    pub stopping: bool,
-    /// The run's steps against its budget.
-    pub steps: crate::runtime::step_budget::StepBudget,
-    pub abort: Option<oneshot::Sender<String>>,
-    /// Why the run was cut short, once it was.
-    pub aborted: Option<crate::RunError>,
+    /// Whether the run goes on: its step budget, its first failure, and
+    /// whether it is stopping.
+    pub ending: crate::runtime::ending::Ending,
     /// The protocol servers, clients and jobs run.
     pub protocol: Arc<dyn crate::protocol::Protocol>,
     /// The dependency's dedup table: downstream key to what it answered
@@ -125,60 +83,24 @@ pub(crate) struct World {
     pub ledger: idemsim_protocol::Ledger,
     /// Message ids the consumer has applied.
     pub consumed: BTreeSet<MessageId>,
-    /// Each client's retry budget.
-    pub buckets: BTreeMap<u32, TokenBucket>,
-    /// Callers waiting for a reply, by call id: which node waits, and
-    /// its reply once it comes. Looked up by key; where several stop at
-    /// once (a crash, the end of the run) they go in key order
-    /// ([`World::forget_waiters`]), since stopping a wait wakes its task.
-    pub calls: CallWaits,
-    /// Clients waiting for a response, by node and request (as `calls`).
-    pub responses: ResponseWaits,
-    /// How many copies of each send servers have received.
-    pub received: Lookup<idemsim_model::RequestId, u32>,
-    /// Which client sends each operation.
-    pub op_clients: Lookup<idemsim_model::OpId, u32>,
-    /// Store operations the database node is still waiting for.
-    pub store_calls_waiting: u32,
-    /// Those of them not yet given a task on the database node.
-    pub store_ops_waiting: Vec<crate::nodes::db::Waiting>,
-    /// Planned faults that wait for a fault site (earliest first): see
-    /// [`FaultAction::at_site`].
-    pub site_faults: Vec<crate::faults::plan::TimedFault>,
+    /// Which client sends each operation, and each one's retry budget.
+    pub clients: crate::nodes::client::Clients,
+    /// The copies of each request received, key locks, fingerprints.
+    pub servers: crate::nodes::server::Servers,
+    /// Callers waiting for replies and clients waiting for responses.
+    pub waits: crate::runtime::waits::Waits,
+    /// Store operations the database node has not answered yet.
+    pub store_queue: crate::nodes::db::StoreQueue,
     /// The write-back cache, when durability is write-back and the store
     /// opted in to it.
     pub write_back: Option<crate::nodes::disk::WriteBack>,
-    /// Key locks of the broken lock-based claims: the lock (a process's,
-    /// or the lock service's when `None`) and the node holding it.
-    pub locks: BTreeMap<(Option<NodeId>, Scope), NodeId>,
     /// Wakes the relay's current incarnation when a notification arrives.
     pub relay_wake: Option<mpsc::UnboundedSender<()>>,
     /// The run's clock, once it runs: read here, the world's own steps
     /// skip the thread-local look-up of [`true_now`], and the agenda's
     /// wake-up timers are armed on it.
     pub clock: Option<RunClock>,
-    /// Fingerprints of the requests servers have received: a pure
-    /// function's memo, shared by all servers only to save the hashing.
-    pub fingerprints: idemsim_model::FingerprintMemo,
 }
-
-/// Whether `waiter` still waits for its answer.
-fn waits(calls: &CallWaits, responses: &ResponseWaits, waiter: Waiter) -> bool {
-    match waiter {
-        Waiter::Call(id) => calls.waits(&id),
-        Waiter::Response(node, req) => responses.waits(&(node, req)),
-    }
-}
-
-/// Waits for replies to calls, by call id.
-pub(crate) type CallWaits = crate::runtime::answers::Answers<
-    crate::runtime::msg::CallId,
-    crate::runtime::msg::ReplyBody,
-    std::hash::BuildHasherDefault<PassThrough>,
->;
-/// Clients' waits for responses, by node and request.
-pub(crate) type ResponseWaits =
-    crate::runtime::answers::Answers<(NodeId, RequestId), Box<Msg>, foldhash::fast::FixedState>;
 
 /// A cheap, cloneable handle on the world.
 #[derive(Clone)]
@@ -198,11 +120,7 @@ impl Sim {
     /// Takes a key lock, waiting in 1 ms steps while another node holds it.
     pub async fn lock_key(&self, lock: (Option<NodeId>, Scope), holder: NodeId) {
         loop {
-            let taken = self.with(|w| match w.locks.contains_key(&lock) {
-                true => false,
-                false => w.locks.insert(lock.clone(), holder).is_none(),
-            });
-            if taken {
+            if self.with(|w| w.servers.try_lock(&lock, holder)) {
                 return;
             }
             crate::runtime::node::sleep_ms(1).await;
@@ -211,7 +129,7 @@ impl Sim {
 
     /// Releases a key lock.
     pub fn unlock_key(&self, lock: &(Option<NodeId>, Scope)) {
-        self.with(|w| w.locks.remove(lock));
+        self.with(|w| w.servers.unlock(lock));
     }
 
     /// Runs `f` on the world as one atomic step.
@@ -244,6 +162,53 @@ impl Sim {
 }
 
 impl World {
+    /// The world of a run of `ops` under `config` and `profile`, with the
+    /// seed's draws, recording into `history`, and the receiver its
+    /// controller hears a failure on. The write-back cache is there when
+    /// durability is write-back and the store opts in to it.
+    pub fn new(
+        config: Arc<SimConfig>,
+        seed: u64,
+        ops: &[crate::workload::Operation],
+        history: History,
+        store: Arc<dyn IdempotencyStore>,
+        protocol: Arc<dyn crate::protocol::Protocol>,
+        profile: FaultProfile,
+    ) -> (World, oneshot::Receiver<String>) {
+        let (abort, aborted) = oneshot::channel();
+        let write_back =
+            matches!(config.durability, crate::config::Durability::WriteBack { .. }) && store.durability().is_some();
+        let mut probe_scopes: Vec<Scope> = ops.iter().filter_map(|o| o.request.scope()).collect();
+        probe_scopes.sort_unstable();
+        probe_scopes.dedup();
+        let world = World {
+            ending: crate::runtime::ending::Ending::new(config.budgets.steps_for(ops.len() as u64), abort),
+            config,
+            faults: crate::faults::in_run::RunFaults::new(profile),
+            history,
+            store,
+            draws: crate::runtime::draws::Draws::new(seed),
+            probe_scopes,
+            messages: 0,
+            nodes: Default::default(),
+            agenda: Default::default(),
+            wakeups: Default::default(),
+            protocol,
+            ledger: Default::default(),
+            consumed: Default::default(),
+            clients: crate::nodes::client::Clients::new(ops),
+            // Room for a run's deliveries: growing step by step costs more
+            // than the run's look-ups.
+            servers: crate::nodes::server::Servers::new(ops.len() * 4, crate::worker_memo::take()),
+            waits: Default::default(),
+            store_queue: Default::default(),
+            write_back: write_back.then(Default::default),
+            relay_wake: None,
+            clock: None,
+        };
+        (world, aborted)
+    }
+
     /// Appends an event at the current true time. Inlined into its callers
     /// (the event then goes straight from where it was made into the
     /// history), with the debug log out of line.
@@ -292,42 +257,28 @@ impl World {
         }
     }
 
-    /// `base` made unique within the run: its n-th use gives the n-th key.
-    /// Keyed draws and call ids use it, so that what one thing draws never
-    /// depends on how many other things drew before it.
+    /// `base` made unique within the run ([`Draws::fresh_key`]).
+    ///
+    /// [`Draws::fresh_key`]: crate::runtime::draws::Draws::fresh_key
     pub fn fresh_key(&mut self, base: u64) -> u64 {
-        let n = self.occurrences.bump(base);
-        crate::rng::key(&[base, u64::from(n)])
+        self.draws.fresh_key(base)
     }
 
     /// Counts one step against the budget.
+    #[inline]
     pub fn step(&mut self) {
-        if self.steps.take() && self.aborted.is_none() {
-            let why = format!("step budget of {} exceeded (a livelock?)", self.steps.max());
-            self.abort_run(crate::RunError::Livelock(why));
-        }
+        self.ending.step();
     }
 
     /// The store under test broke (it panicked, returned an error or never
     /// answered): the run stops and fails with `why`.
     pub fn store_broke(&mut self, why: String) {
-        if self.aborted.is_none() {
-            self.abort_run(crate::RunError::Store(why));
-        }
-    }
-
-    fn abort_run(&mut self, error: crate::RunError) {
-        let why = error.to_string();
-        self.aborted = Some(error);
-        if let Some(abort) = self.abort.take() {
-            let _ = abort.send(why);
-        }
+        self.ending.fail(crate::RunError::Store(why));
     }
 
     /// A client's retry budget.
     pub fn bucket(&mut self, client: u32) -> &mut TokenBucket {
-        let budget = &self.config.protocol.retry.budget;
-        self.buckets.entry(client).or_insert_with(|| TokenBucket::new(budget))
+        self.clients.bucket(client, &self.config.protocol.retry.budget)
     }
 
     pub fn node_time(&self, node: NodeId, now: SimTime) -> SimTime {
@@ -362,7 +313,7 @@ impl World {
 
     /// The client node that sends `req`.
     pub fn client_of(&self, req: idemsim_model::RequestId) -> NodeId {
-        NodeId::Client(self.op_clients.get(&req.op).copied().unwrap_or(0))
+        self.clients.of(req)
     }
 
     pub fn node(&mut self, id: NodeId) -> &mut NodeState {
@@ -373,29 +324,10 @@ impl World {
     /// timer of its own only if nothing wakes the agenda task before it:
     /// most waiters are answered long before their deadline, and when the
     /// agenda task next looks, it arms one for its earliest live entry.
-    pub fn expire_after(&mut self, timeout_ms: u64, waiter: Waiter) {
+    pub fn expire_after(&mut self, timeout_ms: u64, waiter: crate::runtime::waits::Waiter) {
         let now = self.now().0;
         self.agenda.push_deadline(now + timeout_ms, waiter);
         self.wakeups.ensure_by(now + timeout_ms, now, self.clock.as_ref());
-    }
-
-    /// The first planned site fault for `node` whose time has come, taken:
-    /// a handler on `node` is at its before-completion site.
-    pub fn take_site_fault(&mut self, node: NodeId) -> Option<FaultAction> {
-        if self.site_faults.is_empty() {
-            return None;
-        }
-        let now = self.now().0;
-        let i = self.site_faults.iter().position(|f| f.at_ms <= now && f.action.node() == node)?;
-        Some(self.site_faults.remove(i).action)
-    }
-
-    /// Stops `waiter` waiting, if it still waits.
-    pub fn expire(&mut self, waiter: Waiter) {
-        match waiter {
-            Waiter::Call(id) => self.calls.expire(id),
-            Waiter::Response(node, req) => self.responses.expire((node, req)),
-        }
     }
 
     /// The agenda's next step at `now_ms`: the next action due (expired
@@ -404,40 +336,29 @@ impl World {
     pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::verbs::Step {
         use crate::runtime::agenda::Due;
         loop {
-            let (calls, responses) = (&self.calls, &self.responses);
-            match self.agenda.pop_due(now_ms, |waiter| waits(calls, responses, waiter)) {
-                Some(Due::Expire(waiter)) => self.expire(waiter),
+            let waits = &self.waits;
+            match self.agenda.pop_due(now_ms, |waiter| waits.waits(waiter)) {
+                Some(Due::Expire(waiter)) => self.waits.expire(waiter),
                 Some(Due::Action(action)) => return crate::faults::verbs::Step::Apply(action),
                 None => break,
             }
         }
-        if self.stopping {
+        if self.ending.stopping() {
             return crate::faults::verbs::Step::Stop;
         }
-        let (calls, responses) = (&self.calls, &self.responses);
+        let waits = &self.waits;
         self.wakeups.forget_past(now_ms);
-        if let Some(next) = self.agenda.next_live_ms(|waiter| waits(calls, responses, waiter)) {
+        if let Some(next) = self.agenda.next_live_ms(|waiter| waits.waits(waiter)) {
             self.wakeups.ensure(next, now_ms, self.clock.as_ref());
         }
         crate::faults::verbs::Step::Wait
-    }
-
-    /// Hands a reply to the caller waiting for it, if it still waits.
-    pub fn answer_call(&mut self, id: crate::runtime::msg::CallId, body: crate::runtime::msg::ReplyBody) {
-        self.calls.answer(id, body);
-    }
-
-    /// Hands a response to the client waiting for it, if it still waits.
-    pub fn answer_request(&mut self, client: NodeId, req: idemsim_model::RequestId, response: Box<Msg>) {
-        self.responses.answer((client, req), response);
     }
 
     /// Forgets what a crashed node was waiting for. Each stopped wait
     /// wakes its task, so they go in key order: the order of those wake-ups
     /// is part of the run.
     pub fn forget_waiters(&mut self, node: NodeId) {
-        self.calls.stop_all(|_, owner| owner == node);
-        self.responses.stop_all(|_, owner| owner == node);
+        self.waits.forget(node);
     }
 
     /// Drops every handle that a pending task could be waiting on, so the
@@ -447,15 +368,14 @@ impl World {
         self.agenda.clear();
         self.wakeups = Default::default();
         self.relay_wake = None;
-        self.store_ops_waiting.clear();
-        self.calls.stop_all(|_, _| true);
-        self.responses.stop_all(|_, _| true);
+        self.store_queue.clear();
+        self.waits.stop_all();
     }
 
     /// Ends the fault phase: repairs partitions, resumes and restarts nodes
     /// (through the caller), and turns message faults off.
     pub fn begin_heal(&mut self) -> (Vec<NodeId>, Vec<NodeId>) {
-        self.faults_on = false;
+        self.faults.heal();
         let mut down = Vec::new();
         let mut paused = Vec::new();
         let mut partitioned = false;
