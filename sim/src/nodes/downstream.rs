@@ -25,7 +25,7 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
             true => draws.between(id, 1, 1, p.provider_slow_ms_max.max(1)),
             false => 0,
         };
-        let (body, status, retry_after_ms) = match w.ledger.decided(&downstream_key) {
+        let (body, status, retry_after_ms) = match w.downstream.ledger.decided(&downstream_key) {
             Some(answer) => answered(answer),
             None if faults && draws.chance(id, 2, p.provider_unavailable_permille) => {
                 let retry_after_ms = draws.between(id, 3, 1, p.provider_retry_after_ms_max.max(1));
@@ -33,11 +33,11 @@ pub(crate) fn handle_dependency(node: &Node, msg: Box<Msg>) {
                 (ReplyBody::Unavailable { retry_after_ms }, status, Some(retry_after_ms))
             }
             None if draws.chance(id, 5, p.provider_decline_permille) => {
-                w.ledger.decline(&downstream_key);
+                w.downstream.ledger.decline(&downstream_key);
                 (ReplyBody::Declined, 402, None)
             }
             None => {
-                let (answer, effect) = w.ledger.charge(&scope, &downstream_key);
+                let (answer, effect) = w.downstream.ledger.charge(&scope, &downstream_key);
                 if let Some(effect) = effect {
                     w.record(NodeId::Downstream, effect);
                 }
@@ -76,8 +76,27 @@ fn answered(decision: Decision) -> (ReplyBody, u16, Option<u64>) {
 pub(crate) fn handle_consumer(node: &Node, msg: Box<Msg>) {
     let Msg::Call { id, from, body: CallBody::Publish { entry }, .. } = *msg else { return };
     node.sim.with(|w| {
-        let applied = w.consumed.insert(entry.message.id.clone());
+        let applied = w.downstream.consume(&entry.message.id);
         w.record(NodeId::Consumer, Event::MessageConsumed { id: entry.message.id, scope: entry.scope, applied });
     });
     node.reply(from, id, ReplyBody::Ack);
+}
+
+/// What the provider and the consumer remember.
+///
+/// **Invariant:** the provider decides each downstream key once, for good
+/// (its [`Ledger`]); the consumer applies each message id once.
+#[derive(Default)]
+pub(crate) struct Downstream {
+    /// The provider's books.
+    pub ledger: Ledger,
+    consumed: std::collections::BTreeSet<idemsim_model::MessageId>,
+}
+
+impl Downstream {
+    /// The consumer takes message `id`: true the first time (it applies
+    /// it), false for a repeat.
+    pub fn consume(&mut self, id: &idemsim_model::MessageId) -> bool {
+        self.consumed.insert(id.clone())
+    }
 }

@@ -11,10 +11,9 @@ use crate::runtime::msg::Msg;
 use futures::channel::{mpsc, oneshot};
 use idemsim_model::history::{Fault, Phase};
 use idemsim_model::retry::TokenBucket;
-use idemsim_model::{Event, History, MessageId, NodeId, Scope, SimTime};
+use idemsim_model::{Event, History, NodeId, Scope, SimTime};
 use idemsim_store::IdempotencyStore;
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A hash map with a fixed hasher, for the world's tables that are only
@@ -78,11 +77,8 @@ pub(crate) struct World {
     pub ending: crate::runtime::ending::Ending,
     /// The protocol servers, clients and jobs run.
     pub protocol: Arc<dyn crate::protocol::Protocol>,
-    /// The dependency's dedup table: downstream key to what it answered
-    /// for good (a charge id, or `None` for a decline).
-    pub ledger: idemsim_protocol::Ledger,
-    /// Message ids the consumer has applied.
-    pub consumed: BTreeSet<MessageId>,
+    /// The provider's books and the messages the consumer applied.
+    pub downstream: crate::nodes::downstream::Downstream,
     /// Which client sends each operation, and each one's retry budget.
     pub clients: crate::nodes::client::Clients,
     /// The copies of each request received, key locks, fingerprints.
@@ -194,8 +190,7 @@ impl World {
             agenda: Default::default(),
             wakeups: Default::default(),
             protocol,
-            ledger: Default::default(),
-            consumed: Default::default(),
+            downstream: Default::default(),
             clients: crate::nodes::client::Clients::new(ops),
             // Room for a run's deliveries: growing step by step costs more
             // than the run's look-ups.
