@@ -1,6 +1,7 @@
 //! The checks of the design that anyone can run, on the sources as
-//! written: files short enough to read, and errors that are types, not
-//! strings, wherever a user's code receives them. (The protocol core's
+//! written: files short enough to read, errors that are types, not
+//! strings, wherever a user's code receives them, and a simulator runtime
+//! that does not reach up into what runs on it. (The protocol core's
 //! freedom from madsim and tokio is `cargo tree`'s, in `.ci/run`.)
 
 use std::path::{Path, PathBuf};
@@ -84,4 +85,31 @@ fn no_public_function_returns_its_error_as_a_string() {
     // Not vacuous: the public API is hundreds of functions.
     assert!(scanned > 500, "only {scanned} public functions found");
     assert!(stringly.is_empty(), "return a typed error (idemsim::Error, or the crate's own):\n{}", stringly.join("\n"));
+}
+
+/// The paths a `runtime/` file names from the simulator's upper folders.
+fn upward_paths(text: &str) -> Vec<&str> {
+    ["crate::nodes", "crate::faults", "crate::render"].into_iter().filter(|up| text.contains(up)).collect()
+}
+
+#[test]
+fn the_upward_scan_sees_an_upper_path_and_passes_a_runtime_one() {
+    assert_eq!(upward_paths("use crate::nodes::db::StoreQueue;"), ["crate::nodes"]);
+    assert!(upward_paths("use crate::runtime::agenda::Step;").is_empty());
+}
+
+/// The simulator's runtime is the machinery every node shares: of its
+/// files, only `world.rs`, where the run's parts meet, names what the
+/// nodes, the faults or the rendering are.
+#[test]
+fn the_runtime_names_nodes_and_faults_only_where_the_world_is_made() {
+    let runtime = sources(&["sim/src/runtime"]);
+    assert!(runtime.len() > 10, "the scan sees the runtime's files: {}", runtime.len());
+    let upward: Vec<String> = runtime
+        .iter()
+        .filter(|(path, _)| !path.ends_with("runtime/world.rs"))
+        .filter(|(_, text)| !upward_paths(text).is_empty())
+        .map(|(path, text)| format!("{path}: {:?}", upward_paths(text)))
+        .collect();
+    assert!(upward.is_empty(), "runtime files that reach up: {upward:?}");
 }

@@ -4,6 +4,7 @@
 //! from the heal phase undoing them.
 
 use crate::faults::plan::FaultAction;
+use crate::runtime::agenda::Step;
 use crate::runtime::node::Node;
 use crate::runtime::world::{Action, Sim, World};
 use idemsim_model::history::Fault;
@@ -21,14 +22,6 @@ pub(crate) async fn agenda(sim: Sim) {
             Step::Stop => return,
         }
     }
-}
-
-/// What the agenda task does next.
-pub(crate) enum Step {
-    Apply(Action),
-    /// Nothing is due: wait to be woken.
-    Wait,
-    Stop,
 }
 
 /// Pending until the task is woken once.

@@ -79,3 +79,20 @@ impl Servers {
         self.locks.retain(|_, holder| *holder != node);
     }
 }
+
+impl crate::runtime::world::Sim {
+    /// Takes a key lock, waiting in 1 ms steps while another node holds it.
+    pub async fn lock_key(&self, lock: KeyLock, holder: idemsim_model::NodeId) {
+        loop {
+            if self.with(|w| w.servers.try_lock(&lock, holder)) {
+                return;
+            }
+            crate::runtime::node::sleep_ms(1).await;
+        }
+    }
+
+    /// Releases a key lock.
+    pub fn unlock_key(&self, lock: &KeyLock) {
+        self.with(|w| w.servers.unlock(lock));
+    }
+}

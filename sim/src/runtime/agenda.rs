@@ -39,6 +39,16 @@ struct Deadline {
     waiter: Waiter,
 }
 
+/// What the agenda task does next ([`crate::runtime::world::World::agenda_step`]).
+pub(crate) enum Step {
+    /// Apply this action, due now.
+    Apply(Action),
+    /// Nothing is due: wait to be woken.
+    Wait,
+    /// The run is over.
+    Stop,
+}
+
 impl Agenda {
     /// Schedules `action` at `at_ms`.
     pub fn push(&mut self, at_ms: u64, action: Action) {

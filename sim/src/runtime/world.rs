@@ -1,5 +1,7 @@
-//! The shared state of one simulated run: history, clocks, node table, the
-//! agenda of timed actions, and the step budget.
+//! The shared state of one simulated run: its history, clock, node table
+//! and agenda, and the parts that keep their own invariants (draws, waits,
+//! ending, faults, and the clients', servers', database's and downstream
+//! nodes' tables), all made by [`World::new`].
 //!
 //! Every node task reaches it through a [`Sim`] handle; the lock is never
 //! held across an `await`, so each access is one atomic step of the run.
@@ -111,21 +113,6 @@ impl Sim {
 
     pub fn lock(&self) -> MutexGuard<'_, World> {
         self.0.lock()
-    }
-
-    /// Takes a key lock, waiting in 1 ms steps while another node holds it.
-    pub async fn lock_key(&self, lock: (Option<NodeId>, Scope), holder: NodeId) {
-        loop {
-            if self.with(|w| w.servers.try_lock(&lock, holder)) {
-                return;
-            }
-            crate::runtime::node::sleep_ms(1).await;
-        }
-    }
-
-    /// Releases a key lock.
-    pub fn unlock_key(&self, lock: &(Option<NodeId>, Scope)) {
-        self.with(|w| w.servers.unlock(lock));
     }
 
     /// Runs `f` on the world as one atomic step.
@@ -328,25 +315,25 @@ impl World {
     /// The agenda's next step at `now_ms`: the next action due (expired
     /// waiters stop waiting on the way), or else to wait, with a timer
     /// armed for its earliest entry.
-    pub fn agenda_step(&mut self, now_ms: u64) -> crate::faults::verbs::Step {
+    pub fn agenda_step(&mut self, now_ms: u64) -> crate::runtime::agenda::Step {
         use crate::runtime::agenda::Due;
         loop {
             let waits = &self.waits;
             match self.agenda.pop_due(now_ms, |waiter| waits.waits(waiter)) {
                 Some(Due::Expire(waiter)) => self.waits.expire(waiter),
-                Some(Due::Action(action)) => return crate::faults::verbs::Step::Apply(action),
+                Some(Due::Action(action)) => return crate::runtime::agenda::Step::Apply(action),
                 None => break,
             }
         }
         if self.ending.stopping() {
-            return crate::faults::verbs::Step::Stop;
+            return crate::runtime::agenda::Step::Stop;
         }
         let waits = &self.waits;
         self.wakeups.forget_past(now_ms);
         if let Some(next) = self.agenda.next_live_ms(|waiter| waits.waits(waiter)) {
             self.wakeups.ensure(next, now_ms, self.clock.as_ref());
         }
-        crate::faults::verbs::Step::Wait
+        crate::runtime::agenda::Step::Wait
     }
 
     /// Forgets what a crashed node was waiting for. Each stopped wait
