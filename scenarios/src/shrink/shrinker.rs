@@ -363,6 +363,6 @@ pub(super) fn unbound(action: &FaultAction) -> FaultAction {
     match *action {
         FaultAction::CrashBeforeCompletion { node, down_ms } => FaultAction::Crash { node, down_ms },
         FaultAction::PauseBeforeCompletion { node, for_ms } => FaultAction::Pause { node, for_ms },
-        ref other => other.clone(),
+        other => other,
     }
 }

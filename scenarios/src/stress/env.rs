@@ -80,10 +80,7 @@ impl Env for StressEnv {
         if let StoreReply::Failed(StoreError::Indeterminate(_)) = reply {
             self.read_back(sent, &op).await;
         }
-        match reply {
-            StoreReply::Failed(_) => None,
-            reply => Some(reply),
-        }
+        reply.answered()
     }
 
     async fn charge(

@@ -289,4 +289,13 @@ impl StoreReply {
     pub fn grants(&self) -> bool {
         matches!(self, StoreReply::Claim(_) | StoreReply::Takeover(_))
     }
+
+    /// What a protocol step sees of this reply ([`crate::Env::store`]):
+    /// the reply, or `None` when the store failed.
+    pub fn answered(self) -> Option<StoreReply> {
+        match self {
+            StoreReply::Failed(_) => None,
+            reply => Some(reply),
+        }
+    }
 }

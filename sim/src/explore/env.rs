@@ -144,10 +144,7 @@ impl Env for ExploreEnv {
             self.shared.world.lock().fault(NodeId::Db, Fault::Dropped { from: NodeId::Db, to: self.node, what });
             return None;
         }
-        match reply {
-            StoreReply::Failed(_) => None,
-            reply => Some(reply),
-        }
+        reply.answered()
     }
 
     async fn charge(

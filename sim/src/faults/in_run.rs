@@ -38,7 +38,7 @@ impl RunFaults {
     /// `fault` waits for a site of its node (see [`FaultAction::at_site`]);
     /// faults come in time order.
     pub fn wait_for_site(&mut self, fault: TimedFault) {
-        debug_assert!(self.at_sites.last().is_none_or(|f| f.at_ms <= fault.at_ms), "site faults in time order");
+        assert!(self.at_sites.last().is_none_or(|f| f.at_ms <= fault.at_ms), "site faults in time order");
         self.at_sites.push(fault);
     }
 

@@ -7,7 +7,7 @@ use idemsim_model::NodeId;
 use serde::{Deserialize, Serialize};
 
 /// A fault at a point of the fault phase. Faults are verbs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case")]
 pub enum FaultAction {
     /// Crash a node, restart it after `down_ms`.
@@ -70,14 +70,7 @@ pub enum FaultAction {
 impl FaultAction {
     /// The node the fault hits.
     pub fn node(&self) -> NodeId {
-        match self {
-            FaultAction::Crash { node, .. }
-            | FaultAction::Pause { node, .. }
-            | FaultAction::Partition { node, .. }
-            | FaultAction::CrashBeforeCompletion { node, .. }
-            | FaultAction::PauseBeforeCompletion { node, .. }
-            | FaultAction::Skew { node, .. } => *node,
-        }
+        *{ *self }.node_mut()
     }
 
     /// It waits for a fault site instead of happening at its time.
@@ -101,7 +94,7 @@ impl FaultAction {
     /// How long the node stays down, frozen or cut off; `None` for a skew,
     /// which lasts the run.
     pub fn length_ms(&self) -> Option<u64> {
-        self.clone().length_ms_mut().copied()
+        { *self }.length_ms_mut().copied()
     }
 
     fn length_ms_mut(&mut self) -> Option<&mut u64> {

@@ -94,7 +94,7 @@ impl Sim {
             n.paused = false;
             n.mailbox = None;
             let handle = n.madsim.clone();
-            w.forget_waiters(node);
+            w.waits.forget(node);
             // A process's locks die with it.
             w.servers.crashed(node);
             w.record(NodeId::World, Event::Fault(Fault::Crashed { node }));

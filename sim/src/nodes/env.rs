@@ -43,7 +43,7 @@ struct Draws {
 
 impl Draws {
     fn new(sim: &Sim, parts: &[u64]) -> Draws {
-        let key = sim.with(|w| w.fresh_key(crate::rng::key(parts)));
+        let key = sim.with(|w| w.draws.fresh_key(crate::rng::key(parts)));
         Draws { key, next: std::sync::atomic::AtomicU64::new(0) }
     }
 
@@ -108,7 +108,7 @@ impl SimEnv {
         let lost = self.sim().with(|w| {
             let lost = w.faults.on() && w.draws.servers.chance(key, slot, w.faults.profile.lose_response_permille);
             if lost {
-                let to = w.client_of(req);
+                let to = w.clients.of(req);
                 let what = format!("response to {req} (lost after commit)");
                 w.record(from, Event::Fault(Fault::Dropped { from, to, what }));
             }
@@ -160,8 +160,7 @@ impl Env for SimEnv {
         Box::pin(async move {
             let timeout = self.config.protocol.store_timeout_ms;
             match self.node.call_boxed(NodeId::Db, msg, timeout).await? {
-                ReplyBody::Store(StoreReply::Failed(_)) => None,
-                ReplyBody::Store(reply) => Some(reply),
+                ReplyBody::Store(reply) => reply.answered(),
                 _ => None,
             }
         })

@@ -25,7 +25,7 @@ pub(crate) fn handle(node: &Node, msg: Box<Msg>) {
         let Some(reply) = crate::protocol::serve(&*protocol, &env, req, copy, &request, fingerprint).await else {
             return;
         };
-        let client = node.sim.with(|w| w.client_of(req));
+        let client = node.sim.with(|w| w.clients.of(req));
         node.sim.send(node.id, client, Box::new(Msg::Response { req, reply }));
     }));
 }
@@ -63,10 +63,11 @@ impl Servers {
 
     /// Takes `lock` for `holder`, unless some node holds it.
     pub fn try_lock(&mut self, lock: &KeyLock, holder: idemsim_model::NodeId) -> bool {
-        match self.locks.contains_key(lock) {
-            true => false,
-            false => self.locks.insert(lock.clone(), holder).is_none(),
+        if self.locks.contains_key(lock) {
+            return false;
         }
+        self.locks.insert(lock.clone(), holder);
+        true
     }
 
     /// Releases `lock`.

@@ -79,7 +79,7 @@ impl Msg {
         };
         // Not which node: a shrink that moves an operation to another
         // client or server keeps its messages' fates. Copies of the same
-        // message are told apart by `World::fresh_key`.
+        // message are told apart by `Draws::fresh_key`.
         what
     }
 

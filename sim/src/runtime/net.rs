@@ -35,7 +35,7 @@ impl World {
             return self.dropped(from, to, &msg, "sender partitioned");
         }
         // Every draw about this message is keyed by the message itself.
-        let key = self.fresh_key(msg.key());
+        let key = self.draws.fresh_key(msg.key());
         let (net, p) = (self.draws.net, &self.faults.profile);
         let (lo, hi) = (p.latency_ms[0], p.latency_ms[1]);
         if self.faults.on() && net.chance(key, 0, p.drop_permille) {

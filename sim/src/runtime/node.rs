@@ -96,7 +96,7 @@ impl Node {
         // One step: register, send, and set the deadline.
         let mut w = self.sim.lock();
         let what = crate::rng::key(&[crate::runtime::msg::origin_key(*origin)]);
-        let id = w.fresh_key(what);
+        let id = w.draws.fresh_key(what);
         let id = w.waits.call(id, self.id);
         *slot = id;
         w.send(self.id, to, msg);

@@ -239,13 +239,6 @@ impl World {
         }
     }
 
-    /// `base` made unique within the run ([`Draws::fresh_key`]).
-    ///
-    /// [`Draws::fresh_key`]: crate::runtime::draws::Draws::fresh_key
-    pub fn fresh_key(&mut self, base: u64) -> u64 {
-        self.draws.fresh_key(base)
-    }
-
     /// Counts one step against the budget.
     #[inline]
     pub fn step(&mut self) {
@@ -293,11 +286,6 @@ impl World {
         }
     }
 
-    /// The client node that sends `req`.
-    pub fn client_of(&self, req: idemsim_model::RequestId) -> NodeId {
-        self.clients.of(req)
-    }
-
     pub fn node(&mut self, id: NodeId) -> &mut NodeState {
         self.nodes.entry(id)
     }
@@ -334,13 +322,6 @@ impl World {
             self.wakeups.ensure(next, now_ms, self.clock.as_ref());
         }
         crate::runtime::agenda::Step::Wait
-    }
-
-    /// Forgets what a crashed node was waiting for. Each stopped wait
-    /// wakes its task, so they go in key order: the order of those wake-ups
-    /// is part of the run.
-    pub fn forget_waiters(&mut self, node: NodeId) {
-        self.waits.forget(node);
     }
 
     /// Drops every handle that a pending task could be waiting on, so the
