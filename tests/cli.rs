@@ -248,6 +248,8 @@ fn bench_prints_every_figure_as_json() {
     let i = &doc["instructions"];
     assert!(i["per_seed"].as_f64().unwrap() > i["floor_per_seed"].as_f64().unwrap(), "{i}");
     assert!(i["floor_per_seed"].as_f64().unwrap() > 0.0 && i["messages_per_seed"].as_f64().unwrap() > 100.0, "{i}");
+    // The build counted is the one the test command built: the release profile.
+    assert_eq!(i["build"], "release", "{i}");
     assert!(doc["side_by_side_skipped"].as_str().unwrap().contains("no real store"));
     // Explore versus sweeps: a row per broken variant; the unfenced
     // completion is found by both, with the figures to compare.

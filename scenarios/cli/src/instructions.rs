@@ -24,6 +24,10 @@ pub struct Instructions {
     pub floor_per_seed: f64,
     /// `per_seed / floor_per_seed`.
     pub ratio: f64,
+    /// The build counted: the Cargo profile whose directory holds the
+    /// binary (`release`, or `sweep` with whole-program LTO; see
+    /// docs/performance.md).
+    pub build: String,
 }
 
 /// Counts them; `Err` says why not (no valgrind, say).
@@ -43,7 +47,8 @@ pub fn count(config: &SimConfig, seeds: u64) -> Result<Instructions, String> {
     let floor = |n: u64| callgrind(&exe, &["floor", "--seeds", &format!("0..{n}"), "--messages", &m]);
     let floor_per_seed = (floor(2 * seeds)? - floor(seeds)?) as f64 / seeds as f64;
     let ratio = per_seed / floor_per_seed;
-    Ok(Instructions { seeds, per_seed, messages_per_seed, floor_per_seed, ratio })
+    let build = exe.parent().and_then(Path::file_name).map_or("unknown".into(), |d| d.to_string_lossy().into_owned());
+    Ok(Instructions { seeds, per_seed, messages_per_seed, floor_per_seed, ratio, build })
 }
 
 /// The `idemsim` binary: this program, or, when the CLI runs inside

@@ -104,12 +104,13 @@ pub(super) fn side_by_side_and_the_rest(r: &BenchReport, out: &mut dyn Write) ->
     match (&r.instructions, &r.instructions_skipped) {
         (Some(i), _) => writeln!(
             out,
-            "  {:.2}M per default seed; bare madsim with the same {:.0} messages {:.2}M; ratio {:.2}x ({} seeds)",
+            "  {:.2}M per default seed; bare madsim with the same {:.0} messages {:.2}M; ratio {:.2}x ({} seeds, the `{}` build)",
             i.per_seed / 1e6,
             i.messages_per_seed,
             i.floor_per_seed / 1e6,
             i.ratio,
-            i.seeds
+            i.seeds,
+            i.build
         )?,
         (None, why) => writeln!(out, "  skipped: {}", why.as_deref().unwrap_or("not asked for"))?,
     }
